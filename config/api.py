@@ -1,0 +1,16 @@
+"""API v1: one place that mounts every app's API routes under /api/v1/.
+
+Each app keeps its own `api/urls.py`; adding an app's API means one line here. Anonymous
+requests get 401/403 (IsAuthenticated is the default permission); the published-report API
+is the one deliberate exception and says so in its own views.
+"""
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+urlpatterns = [
+    path("v1/", include("rubric.api.urls")),
+    path("v1/", include("ratings.api.urls")),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+]

@@ -1,0 +1,199 @@
+"""Opgrade settings, read from the environment.
+
+Development is the default so that the quick start needs no variables: DEBUG on, a SQLite
+file in var/, Redis on localhost, and development-only secrets that are refused the moment
+DEBUG is off. Production sets OPGRADE_DEBUG=0 and must then provide SECRET_KEY and
+OPGRADE_ENCRYPTION_KEYS; `manage.py check --deploy` passes with no warnings.
+Every variable is listed in the README's configuration table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cryptography.fernet import Fernet
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import database_from_url, env_bool, env_int, env_list, env_str, redis_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("OPGRADE_VAR_DIR") or BASE_DIR / "var")
+
+DEBUG = env_bool("OPGRADE_DEBUG", True)
+
+# --- secrets ---------------------------------------------------------------------------
+_DEV_SECRET_KEY = "dev-only-insecure-opgrade-key-0123456789-abcdefghijklmnopqrstuvwxyz"  # noqa: S105
+SECRET_KEY = env_str("SECRET_KEY") or ""
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when OPGRADE_DEBUG is off")
+    SECRET_KEY = _DEV_SECRET_KEY
+
+# Fernet keys for credentials at rest, newest first; older keys still decrypt (MultiFernet).
+_DEV_ENCRYPTION_KEY = "paCsoWzOvC18iJ5NrWj_wjCifIvVKLX7zxfsqtfrrgU="
+OPGRADE_ENCRYPTION_KEYS = env_list("OPGRADE_ENCRYPTION_KEYS", [])
+if not OPGRADE_ENCRYPTION_KEYS:
+    if not DEBUG:
+        raise ImproperlyConfigured("OPGRADE_ENCRYPTION_KEYS must be set when OPGRADE_DEBUG is off")
+    OPGRADE_ENCRYPTION_KEYS = [_DEV_ENCRYPTION_KEY]
+for _index, _key in enumerate(OPGRADE_ENCRYPTION_KEYS):
+    try:
+        Fernet(_key)
+    except (ValueError, TypeError):
+        raise ImproperlyConfigured(
+            f"OPGRADE_ENCRYPTION_KEYS entry {_index + 1} is not a valid Fernet key "
+            "(32 url-safe base64-encoded bytes; make one with `manage.py shell -c "
+            '"from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())"`)'
+        ) from None
+
+# Key for pseudonymising customer organisations (HMAC-SHA256). Rotating it re-keys hashes.
+OPGRADE_PSEUDONYM_KEY = env_str("OPGRADE_PSEUDONYM_KEY") or ""
+if not OPGRADE_PSEUDONYM_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("OPGRADE_PSEUDONYM_KEY must be set when OPGRADE_DEBUG is off")
+    OPGRADE_PSEUDONYM_KEY = "dev-only-pseudonym-key"
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# --- applications ------------------------------------------------------------------------
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "django_celery_beat",
+    "simple_history",
+    "rubric",
+    "ratings",
+    "probes",
+    "reports",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "simple_history.middleware.HistoryRequestMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- data --------------------------------------------------------------------------------
+DATABASE_URL = env_str("DATABASE_URL") or "sqlite:///var/opgrade.sqlite3"
+DATABASES = {"default": database_from_url("DATABASE_URL", DATABASE_URL, base_dir=BASE_DIR)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = redis_url("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = VAR_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if not DEBUG
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("OPGRADE_LOG_LEVEL") or "INFO"},
+    "loggers": {"paramiko": {"level": "WARNING"}},
+}
+
+# --- API ---------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_VERSIONING_CLASS": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Opgrade API",
+    "DESCRIPTION": "Hands-on, peer-relative ratings of GPU cloud operators.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+}
+
+# --- Celery ------------------------------------------------------------------------------
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = None  # state lives on our rows, not in a result backend
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ROUTES = {"probes.*": {"queue": "probes"}}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    # How long an un-acked (acks_late) message waits before Redis redelivers it. It must
+    # exceed the longest probe's hard time limit, or a slow probe would be delivered twice
+    # (the atomic claim would still refuse to run it twice).
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1),
+}
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_TASK_ALWAYS_EAGER = False
+
+# --- production hardening ----------------------------------------------------------------
+if not DEBUG:
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+    SECURE_REFERRER_POLICY = "same-origin"
+    X_FRAME_OPTIONS = "DENY"

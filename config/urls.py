@@ -1,0 +1,21 @@
+"""Top-level URLs: the admin, the API, and (once built) the public reports."""
+
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
+from django.urls import include, path
+
+
+def healthz(_request: HttpRequest) -> HttpResponse:
+    return HttpResponse("ok", content_type="text/plain")
+
+
+admin.site.site_header = "Opgrade"
+admin.site.site_title = "Opgrade admin"
+admin.site.index_title = "Ratings of GPU cloud operators"
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/", include("config.api")),
+    path("api-auth/", include("rest_framework.urls")),
+    path("healthz", healthz, name="healthz"),
+]

@@ -1,0 +1,1 @@
+"""Ratings: providers, their clusters, rating cycles, evidence, scores and tiers."""

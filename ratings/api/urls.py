@@ -1,0 +1,10 @@
+from rest_framework.routers import DefaultRouter
+
+from ratings.api import views
+
+router = DefaultRouter()
+router.register("providers", views.ProviderViewSet, basename="provider")
+router.register("clusters", views.ClusterViewSet, basename="cluster")
+router.register("cycles", views.CycleViewSet, basename="cycle")
+
+urlpatterns = router.urls

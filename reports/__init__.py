@@ -1,0 +1,1 @@
+"""Reports: immutable, versioned tier reports and their public renderings."""

@@ -1,0 +1,1 @@
+"""Published tier reports (see the tier-reports work)."""

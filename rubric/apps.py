@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class RubricConfig(AppConfig):
+    name = "rubric"
+    verbose_name = "Rubric"

@@ -1,0 +1,169 @@
+"""Rubric versions, areas and criteria.
+
+A version is a draft until frozen; frozen versions are immutable (refused by the services,
+the admin, the API and a database trigger). Scoring parameters live on the version so they
+are versioned with the criteria they apply to.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+
+class Tier(models.TextChoices):
+    PLATINUM = "platinum", "Platinum"
+    GOLD = "gold", "Gold"
+    SILVER = "silver", "Silver"
+    BRONZE = "bronze", "Bronze"
+    UNDERPERFORMING = "underperforming", "Underperforming"
+
+
+TIER_ORDER: tuple[str, ...] = tuple(t.value for t in Tier)  # best first
+
+
+class EvidenceKind(models.TextChoices):
+    PROBE = "probe", "Probe"
+    DOC_REVIEW = "doc_review", "Documentation review"
+    CUSTOMER_FEEDBACK = "customer_feedback", "Customer feedback"
+
+
+class Direction(models.TextChoices):
+    HIGHER = "higher", "Higher is better"
+    LOWER = "lower", "Lower is better"
+
+
+class Scale(models.TextChoices):
+    LINEAR = "linear", "Linear"
+    LOG = "log", "Logarithmic"
+
+
+class RubricVersion(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        FROZEN = "frozen", "Frozen"
+
+    name = models.SlugField(max_length=64, help_text="Rubric family, e.g. 'opgrade'.")
+    version = models.CharField(max_length=32, help_text="Version label, e.g. '2026.1'.")
+    title = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    frozen_at = models.DateTimeField(null=True, blank=True)
+    fingerprint = models.CharField(
+        max_length=64, blank=True, help_text="sha256 of the canonical content, recorded at freeze."
+    )
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="children",
+        help_text="The version this draft was cloned from.",
+    )
+    # Scoring parameters (versioned with the criteria).
+    coverage_floor = models.FloatField(
+        default=0.6, help_text="Measured share of the total weight below which a provider is Not rated."
+    )
+    area_coverage_floor = models.FloatField(
+        default=0.5, help_text="Measured share of an area's weight below which the area is unmeasured."
+    )
+    bootstrap_size = models.PositiveIntegerField(default=2000)
+    boundary_confidence = models.FloatField(
+        default=0.9, help_text="Bootstrap probability needed to keep a tier boundary between neighbours."
+    )
+    borderline_threshold = models.FloatField(
+        default=0.7, help_text="Top tier probability under which a provider is flagged borderline."
+    )
+    hysteresis_threshold = models.FloatField(
+        default=0.2, help_text="Keep the last published tier unless its probability falls below this."
+    )
+    feedback_prior_strength = models.FloatField(
+        default=5.0, help_text="Pseudo-count of the Bayesian average toward the peer mean."
+    )
+    tier_floor_platinum = models.FloatField(default=0.80)
+    tier_floor_gold = models.FloatField(default=0.65)
+    tier_floor_silver = models.FloatField(default=0.50)
+    tier_floor_bronze = models.FloatField(default=0.40, help_text="Below this is Underperforming.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["name", "version"], name="rubric_version_unique_label"),
+            models.CheckConstraint(
+                condition=Q(coverage_floor__gte=0) & Q(coverage_floor__lte=1), name="rubric_coverage_floor_0_1"
+            ),
+            models.CheckConstraint(
+                condition=Q(tier_floor_platinum__gte=models.F("tier_floor_gold"))
+                & Q(tier_floor_gold__gte=models.F("tier_floor_silver"))
+                & Q(tier_floor_silver__gte=models.F("tier_floor_bronze")),
+                name="rubric_tier_floors_ordered",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="draft") | Q(frozen_at__isnull=False), name="rubric_frozen_has_timestamp"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.version}"
+
+    @property
+    def is_frozen(self) -> bool:
+        return self.status == self.Status.FROZEN
+
+
+class Area(models.Model):
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.CASCADE, related_name="areas")
+    key = models.SlugField(max_length=64)
+    title = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    weight = models.FloatField()
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["rubric_version", "position", "key"]
+        constraints = [
+            models.UniqueConstraint(fields=["rubric_version", "key"], name="area_unique_key_per_version"),
+            models.CheckConstraint(condition=Q(weight__gt=0), name="area_weight_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Criterion(models.Model):
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.CASCADE, related_name="criteria")
+    area = models.ForeignKey(Area, on_delete=models.CASCADE, related_name="criteria")
+    key = models.SlugField(max_length=96)
+    title = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    weight = models.FloatField(help_text="Relative weight within its area.")
+    evidence_kinds = models.JSONField(default=list, help_text="Subset of probe, doc_review, customer_feedback.")
+    probe_id = models.CharField(max_length=96, blank=True, help_text="Probe whose findings feed this criterion.")
+    probe_metric = models.CharField(
+        max_length=96, blank=True, help_text="Metric of that probe; empty means the pass/fail outcome."
+    )
+    unit = models.CharField(max_length=32, blank=True)
+    direction = models.CharField(max_length=8, choices=Direction.choices, default=Direction.HIGHER)
+    anchor_best = models.FloatField()
+    anchor_worst = models.FloatField()
+    scale = models.CharField(max_length=8, choices=Scale.choices, default=Scale.LINEAR)
+    is_gate = models.BooleanField(default=False)
+    gate_cap_tier = models.CharField(max_length=16, choices=Tier.choices, blank=True)
+    gate_threshold = models.FloatField(
+        default=0.5, help_text="A gate fails when the normalised score is below this."
+    )
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["rubric_version", "area__position", "position", "key"]
+        verbose_name_plural = "criteria"
+        constraints = [
+            models.UniqueConstraint(fields=["rubric_version", "key"], name="criterion_unique_key_per_version"),
+            models.CheckConstraint(condition=Q(weight__gt=0), name="criterion_weight_positive"),
+            models.CheckConstraint(
+                condition=~Q(anchor_best=models.F("anchor_worst")), name="criterion_anchors_distinct"
+            ),
+            models.CheckConstraint(
+                condition=Q(is_gate=False) | ~Q(gate_cap_tier=""), name="criterion_gate_has_cap_tier"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
