@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "simple_history",
     "rubric",
     "ratings",
+    "reviews",
     "probes",
     "reports",
 ]
@@ -151,7 +152,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Signed-in users only, and provider (outside) accounts only where a view opts them in.
+    "DEFAULT_PERMISSION_CLASSES": ["reviews.access.NotProviderUser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,

@@ -1,0 +1,162 @@
+"""Customer-feedback CSV: the documented column set, and a pure parser/validator.
+
+A survey export is accepted as UTF-8 CSV with a header row holding exactly these columns
+(any order; extra columns are refused so a mis-mapped export fails loudly):
+
+| column            | required | meaning                                                  |
+|-------------------|----------|----------------------------------------------------------|
+| provider_slug     | yes      | a provider in the cycle's peer set                       |
+| area_or_criterion | yes      | an area key or criterion key of the cycle's rubric       |
+| rating            | yes      | integer 1 (poor) to 5 (excellent)                        |
+| source            | yes      | `survey` or `interview`                                  |
+| respondent_org    | yes      | the customer organisation; stored only as an HMAC-SHA256 |
+| comment           | no       | free text (never shown to providers)                     |
+| date              | no       | ISO date the answer was given, e.g. 2026-11-02           |
+
+Every row is checked and every problem reported with its line number in the file
+(the header is line 1), so a dry run lists all bad rows at once. Pure: text and the
+allowed values in, frozen dataclasses out; no models, no clock.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import hashlib
+import hmac
+import io
+from collections.abc import Set
+from dataclasses import dataclass, field
+
+COLUMNS: tuple[str, ...] = (
+    "provider_slug", "area_or_criterion", "rating", "source", "respondent_org", "comment", "date",
+)
+REQUIRED: frozenset[str] = frozenset(COLUMNS) - {"comment", "date"}
+SOURCES: frozenset[str] = frozenset({"survey", "interview"})
+MAX_ROWS = 50_000
+MAX_COMMENT_CHARS = 5_000
+
+
+@dataclass(frozen=True)
+class FeedbackRow:
+    line: int
+    provider_slug: str
+    area_or_criterion: str
+    rating: int
+    source: str
+    respondent_org_hash: str
+    comment: str
+    date: dt.date | None
+
+
+@dataclass(frozen=True)
+class RowError:
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    rows: tuple[FeedbackRow, ...] = ()
+    errors: tuple[RowError, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and bool(self.rows)
+
+
+def org_pseudonym(org: str, *, key: str) -> str:
+    """Keyed hash of an organisation name: stable per key, useless without it."""
+    normalised = " ".join(org.split()).casefold()
+    return hmac.new(key.encode(), normalised.encode(), hashlib.sha256).hexdigest()
+
+
+def feedback_csv_parse(
+    text: str, *, provider_slugs: Set[str], rating_keys: Set[str], pseudonym_key: str
+) -> ParseResult:
+    """Parse and validate a survey export; return good rows and every bad row's errors."""
+    if not pseudonym_key:
+        raise ValueError("a pseudonym key is required to hash respondent organisations")
+    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff"), newline=""))
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    if not header:
+        return ParseResult(errors=(RowError(1, "the file is empty: expected a header row"),))
+    missing = sorted(REQUIRED - set(header))
+    unknown = sorted(set(header) - set(COLUMNS))
+    if missing or unknown or len(set(header)) != len(header):
+        parts = []
+        if missing:
+            parts.append(f"missing column(s) {', '.join(missing)}")
+        if unknown:
+            parts.append(f"unknown column(s) {', '.join(unknown)}")
+        if len(set(header)) != len(header):
+            parts.append("duplicate column names")
+        return ParseResult(errors=(RowError(1, "; ".join(parts) + f"; expected {', '.join(COLUMNS)}"),))
+    reader.fieldnames = header
+
+    rows: list[FeedbackRow] = []
+    errors: list[RowError] = []
+    line = 1
+    for count, raw in enumerate(reader, start=1):
+        line = reader.line_num
+        if count > MAX_ROWS:
+            errors.append(RowError(line, f"too many rows (limit {MAX_ROWS})"))
+            break
+        row_errors, parsed = _row_parse(
+            raw, line=line, provider_slugs=provider_slugs, rating_keys=rating_keys, key=pseudonym_key
+        )
+        errors.extend(row_errors)
+        if parsed is not None:
+            rows.append(parsed)
+    if not rows and not errors:
+        errors.append(RowError(line + 1 if line > 1 else 2, "no data rows"))
+    return ParseResult(rows=tuple(rows), errors=tuple(errors))
+
+
+def _row_parse(
+    raw: dict[str | None, str | list[str] | None], *, line: int, provider_slugs: Set[str], rating_keys: Set[str],
+    key: str,
+) -> tuple[list[RowError], FeedbackRow | None]:
+    errors: list[RowError] = []
+    if None in raw:
+        errors.append(RowError(line, "more fields than columns"))
+    values = {name: (raw.get(name) or "").strip() for name in COLUMNS}  # type: ignore[union-attr]
+    if any(raw.get(name) is None for name in REQUIRED):
+        errors.append(RowError(line, "fewer fields than columns"))
+        return errors, None
+    for name in sorted(REQUIRED):
+        if not values[name]:
+            errors.append(RowError(line, f"{name} is empty"))
+    slug, area, source = values["provider_slug"], values["area_or_criterion"], values["source"]
+    if slug and slug not in provider_slugs:
+        errors.append(RowError(line, f"provider_slug {slug!r} is not in this cycle's peer set"))
+    if area and area not in rating_keys:
+        errors.append(RowError(line, f"area_or_criterion {area!r} is not an area or criterion of the rubric"))
+    rating: int | None = None
+    if values["rating"]:
+        try:
+            rating = int(values["rating"])
+        except ValueError:
+            errors.append(RowError(line, f"rating {values['rating']!r} is not a whole number"))
+        else:
+            if not 1 <= rating <= 5:
+                errors.append(RowError(line, f"rating {rating} is outside 1-5"))
+    if source and source not in SOURCES:
+        errors.append(RowError(line, f"source {source!r} must be one of {', '.join(sorted(SOURCES))}"))
+    if len(values["comment"]) > MAX_COMMENT_CHARS:
+        errors.append(RowError(line, f"comment longer than {MAX_COMMENT_CHARS} characters"))
+    date: dt.date | None = None
+    if values["date"]:
+        try:
+            date = dt.date.fromisoformat(values["date"])
+        except ValueError:
+            errors.append(RowError(line, f"date {values['date']!r} is not an ISO date (YYYY-MM-DD)"))
+    if errors or rating is None:
+        return errors, None
+    return errors, FeedbackRow(
+        line=line, provider_slug=slug, area_or_criterion=area, rating=rating, source=source,
+        respondent_org_hash=org_pseudonym(values["respondent_org"], key=key), comment=values["comment"], date=date,
+    )

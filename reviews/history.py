@@ -1,0 +1,89 @@
+"""Audit trail: simple-history on other apps' models, flattened into `AuditEvent` rows.
+
+Rubric and ratings rows are owned by other apps, which must not depend on this one, so
+their history models are registered from here with ``app="reviews"``: the history tables
+live in this app's migrations and the owning apps stay unaware. Every historical record
+written (ours or theirs) is also copied into one `AuditEvent` with the field-level
+before/after, so the admin can list who changed what, when, across all models.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import simple_history
+from django.apps import apps
+from django.db import models
+
+# (app_label, model) pairs owned by other apps whose changes must be audited. A model not
+# loaded yet (being built in parallel) is skipped until it exists; re-run makemigrations.
+FOREIGN_AUDITED: tuple[tuple[str, str], ...] = (
+    ("rubric", "RubricVersion"),
+    ("rubric", "Area"),
+    ("rubric", "Criterion"),
+    ("ratings", "Provider"),
+    ("ratings", "Cluster"),
+    ("ratings", "Cycle"),
+)
+
+# Field names whose values never go into the audit log (credentials, keys, hashes).
+_SECRET_MARKERS = ("secret", "password", "token", "private_key", "credential", "_hash")
+_MAX_VALUE_CHARS = 500
+
+
+def foreign_history_register() -> None:
+    """Attach simple-history to each audited model of another app (idempotent)."""
+    for app_label, model_name in FOREIGN_AUDITED:
+        model = apps.get_model(app_label, model_name, require_ready=False)
+        if hasattr(model, "history"):
+            continue  # its own app already keeps history
+        simple_history.register(model, app="reviews")
+
+
+def _display(field_name: str, value: Any) -> str | None:
+    if any(marker in field_name for marker in _SECRET_MARKERS):
+        return "[redacted]"
+    if value is None:
+        return None
+    text = str(value)
+    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 1] + "…"
+
+
+def _tracked_fields(history_instance: models.Model) -> list[str]:
+    return [f.attname for f in history_instance.instance_type._meta.concrete_fields]  # type: ignore[attr-defined]
+
+
+def audit_changes(history_instance: Any) -> list[dict[str, str | None]]:
+    """Field-level before/after of one historical record against the previous one."""
+    fields = _tracked_fields(history_instance)
+    previous = history_instance.prev_record if history_instance.history_type != "+" else None
+    changes: list[dict[str, str | None]] = []
+    for name in fields:
+        after = getattr(history_instance, name, None)
+        before = getattr(previous, name, None) if previous is not None else None
+        if history_instance.history_type == "-":
+            before, after = after, None
+        if previous is not None and before == after:
+            continue
+        if previous is None and history_instance.history_type == "+" and after in (None, ""):
+            continue
+        changes.append({"field": name, "before": _display(name, before), "after": _display(name, after)})
+    return changes
+
+
+def audit_event_record(*, sender: Any, history_instance: Any, history_user: Any = None, **_: Any) -> None:
+    """simple-history `post_create_historical_record` receiver: write one AuditEvent."""
+    from reviews.models import AuditEvent
+
+    meta = history_instance.instance_type._meta
+    user = history_user if getattr(history_user, "pk", None) else None
+    AuditEvent.objects.create(
+        at=history_instance.history_date,
+        user=user,
+        username=user.get_username() if user else "",
+        model=f"{meta.app_label}.{meta.model_name}",
+        object_id=str(getattr(history_instance, meta.pk.attname)),
+        object_repr=str(history_instance.instance)[:200],
+        action=history_instance.history_type,
+        changes=audit_changes(history_instance),
+    )

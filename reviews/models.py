@@ -1,0 +1,355 @@
+"""The human-evidence workflow: who may do what, documentation review, overrides, replies.
+
+Two of Opgrade's three evidence streams are human, so this app makes human work
+trustworthy:
+
+* **Roles.** Users hold one of five roles (Django groups, see `reviews.access`). A
+  provider user is an outside account tied to exactly one provider by `ProviderMembership`.
+* **Documentation review.** A `ReviewAssignment` asks one reviewer for a 0-4 score (with
+  citations) of one criterion for one provider in one cycle. Two blind slots (first and
+  second) per cycle x provider x criterion; a gap of 2+ points opens a third slot. A
+  declared `ConflictOfInterest` (reviewer x provider) blocks assignment. A
+  `Reconciliation` records the value used for scoring and keeps links to the raw reviews.
+* **Overrides.** A publisher may propose a `ScoreOverride` with a written justification
+  and evidence; a *different* publisher must approve it (four eyes, also a DB constraint).
+* **Provider voice.** `RightOfReply` is a provider's comment on a fact in the draft
+  report; `InterviewNote` is an analyst's record of a customer interview.
+* **Audit.** Every change to these models, and to rubric and ratings rows (registered
+  at the bottom of this module), gets a django-simple-history record; `AuditEvent`
+  flattens all of them into one who/when/before/after list for the admin.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from simple_history.models import HistoricalRecords
+
+SCORE_MIN = 0
+SCORE_MAX = 4
+DISAGREEMENT_POINTS = 2  # |first - second| >= this sends the criterion to a third reviewer
+ALPHA_FLAG_BELOW = 0.667  # Krippendorff's conventional floor for tentative conclusions
+
+
+class ProviderMembership(models.Model):
+    """Ties an external (provider-role) user to the ONE provider they may see."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="provider_membership"
+    )
+    provider = models.ForeignKey("ratings.Provider", on_delete=models.CASCADE, related_name="memberships")
+    created_at = models.DateTimeField(auto_now_add=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["provider__name", "user__username"]
+
+    def __str__(self) -> str:
+        return f"{self.user} @ {self.provider}"
+
+
+class ConflictOfInterest(models.Model):
+    """A reviewer's declared conflict with a provider: they are never assigned to it."""
+
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conflicts_of_interest"
+    )
+    provider = models.ForeignKey("ratings.Provider", on_delete=models.CASCADE, related_name="conflicts_of_interest")
+    declared_at = models.DateTimeField(auto_now_add=True)
+    note = models.TextField(blank=True, help_text="What the conflict is (employment, shares, family...).")
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["-declared_at"]
+        verbose_name = "conflict of interest"
+        verbose_name_plural = "conflicts of interest"
+        constraints = [
+            models.UniqueConstraint(fields=["reviewer", "provider"], name="coi_one_per_reviewer_provider"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer} x {self.provider}"
+
+
+class ReviewAssignment(models.Model):
+    """One reviewer's blind 0-4 score of one criterion for one provider in one cycle."""
+
+    class Slot(models.TextChoices):
+        FIRST = "first", "First reviewer"
+        SECOND = "second", "Second reviewer"
+        THIRD = "third", "Third reviewer (disagreement)"
+
+    class Status(models.TextChoices):
+        ASSIGNED = "assigned", "Assigned"
+        SUBMITTED = "submitted", "Submitted"
+
+    cycle = models.ForeignKey("ratings.Cycle", on_delete=models.PROTECT, related_name="review_assignments")
+    provider = models.ForeignKey("ratings.Provider", on_delete=models.PROTECT, related_name="review_assignments")
+    criterion = models.ForeignKey("rubric.Criterion", on_delete=models.PROTECT, related_name="review_assignments")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="review_assignments"
+    )
+    slot = models.CharField(max_length=8, choices=Slot.choices)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ASSIGNED)
+    score = models.PositiveSmallIntegerField(null=True, blank=True, help_text="0 (absent) to 4 (exemplary).")
+    citations = models.JSONField(default=list, blank=True, help_text="List of {url, quote} from the docs.")
+    notes = models.TextField(blank=True)
+    assigned_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["cycle", "provider", "criterion", "slot"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["cycle", "provider", "criterion", "slot"], name="assignment_one_reviewer_per_slot"
+            ),
+            models.UniqueConstraint(
+                fields=["cycle", "provider", "criterion", "reviewer"], name="assignment_reviewer_once_per_unit"
+            ),
+            models.CheckConstraint(
+                condition=Q(score__isnull=True) | (Q(score__gte=SCORE_MIN) & Q(score__lte=SCORE_MAX)),
+                name="assignment_score_0_4",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="assigned") | (Q(score__isnull=False) & Q(submitted_at__isnull=False)),
+                name="assignment_submitted_has_score",
+            ),
+        ]
+        indexes = [models.Index(fields=["reviewer", "status"], name="assignment_reviewer_status")]
+
+    def __str__(self) -> str:
+        return f"{self.cycle.slug}/{self.provider.slug}/{self.criterion.key} ({self.slot})"
+
+    @property
+    def is_submitted(self) -> bool:
+        return self.status == self.Status.SUBMITTED
+
+
+class Reconciliation(models.Model):
+    """The documentation-review value used for scoring, linked to the raw reviews behind it."""
+
+    class Method(models.TextChoices):
+        MEAN = "mean", "Mean of two agreeing reviewers"
+        MEDIAN = "median", "Median of three reviewers"
+        MANUAL = "manual", "Set by an analyst"
+
+    cycle = models.ForeignKey("ratings.Cycle", on_delete=models.PROTECT, related_name="reconciliations")
+    provider = models.ForeignKey("ratings.Provider", on_delete=models.PROTECT, related_name="reconciliations")
+    criterion = models.ForeignKey("rubric.Criterion", on_delete=models.PROTECT, related_name="reconciliations")
+    value = models.FloatField(help_text="Reconciled score on the 0-4 scale.")
+    method = models.CharField(max_length=8, choices=Method.choices)
+    reviews = models.ManyToManyField(ReviewAssignment, related_name="reconciliations")
+    note = models.TextField(blank=True)
+    reconciled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    history = HistoricalRecords(m2m_fields=[reviews])
+
+    class Meta:
+        ordering = ["cycle", "provider", "criterion"]
+        constraints = [
+            models.UniqueConstraint(fields=["cycle", "provider", "criterion"], name="reconciliation_one_per_unit"),
+            models.CheckConstraint(
+                condition=Q(value__gte=SCORE_MIN) & Q(value__lte=SCORE_MAX), name="reconciliation_value_0_4"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cycle.slug}/{self.provider.slug}/{self.criterion.key} = {self.value:g}"
+
+
+class ScoreOverride(models.Model):
+    """A publisher's change to one criterion score; counts only once another publisher approves.
+
+    `value` is the normalised criterion score in [0, 1] (the scale the engine combines),
+    so an override means the same thing whichever evidence kind fed the criterion.
+    """
+
+    class Status(models.TextChoices):
+        PROPOSED = "proposed", "Proposed"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+
+    cycle = models.ForeignKey("ratings.Cycle", on_delete=models.PROTECT, related_name="score_overrides")
+    provider = models.ForeignKey("ratings.Provider", on_delete=models.PROTECT, related_name="score_overrides")
+    criterion = models.ForeignKey("rubric.Criterion", on_delete=models.PROTECT, related_name="score_overrides")
+    value = models.FloatField(help_text="New normalised criterion score, 0 (worst) to 1 (best).")
+    justification = models.TextField()
+    evidence = models.JSONField(default=list, help_text="List of {url, quote} supporting the change.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PROPOSED)
+    proposed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="The second publisher who approved or rejected it.",
+    )
+    decision_note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(value__gte=0) & Q(value__lte=1), name="override_value_0_1"),
+            models.CheckConstraint(condition=~Q(justification=""), name="override_has_justification"),
+            models.CheckConstraint(
+                condition=Q(decided_by__isnull=True) | ~Q(decided_by=F("proposed_by")),
+                name="override_four_eyes",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="proposed") | (Q(decided_by__isnull=False) & Q(decided_at__isnull=False)),
+                name="override_decision_recorded",
+            ),
+            models.UniqueConstraint(
+                fields=["cycle", "provider", "criterion"], condition=Q(status="approved"),
+                name="override_one_approved_per_unit",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cycle.slug}/{self.provider.slug}/{self.criterion.key} -> {self.value:g} ({self.status})"
+
+
+class RightOfReply(models.Model):
+    """A provider's comment on a fact in the draft report during fact-check."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        ACCEPTED = "accepted", "Accepted (fact corrected)"
+        DECLINED = "declined", "Declined (fact stands)"
+
+    provider = models.ForeignKey("ratings.Provider", on_delete=models.CASCADE, related_name="replies")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="replies")
+    cycle = models.ForeignKey("ratings.Cycle", on_delete=models.PROTECT, related_name="replies")
+    # reports.Report is built in parallel; the id is kept without a FK until it lands.
+    report_id = models.BigIntegerField(null=True, blank=True, help_text="The draft report replied to, if any.")
+    fact_ref = models.CharField(max_length=200, help_text="Which fact: a finding id, criterion key or section.")
+    text = models.TextField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    response = models.TextField(blank=True, help_text="Opgrade's answer, shown to the provider.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "rights of reply"
+        constraints = [models.CheckConstraint(condition=~Q(text=""), name="reply_has_text")]
+
+    def __str__(self) -> str:
+        return f"{self.provider.slug}: {self.fact_ref}"
+
+
+class InterviewNote(models.Model):
+    """An analyst's notes of a customer interview; the organisation only as a keyed hash."""
+
+    cycle = models.ForeignKey("ratings.Cycle", on_delete=models.PROTECT, related_name="interview_notes")
+    provider = models.ForeignKey("ratings.Provider", on_delete=models.PROTECT, related_name="interview_notes")
+    area_or_criterion = models.SlugField(max_length=96, help_text="Area key or criterion key rated.")
+    rating = models.PositiveSmallIntegerField(null=True, blank=True, help_text="1-5, when one was given.")
+    respondent_org_hash = models.CharField(max_length=64, help_text="HMAC-SHA256 of the organisation name.")
+    notes = models.TextField()
+    interviewed_on = models.DateField()
+    interviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["-interviewed_on"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(rating__isnull=True) | (Q(rating__gte=1) & Q(rating__lte=5)), name="interview_rating_1_5"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider.slug} {self.area_or_criterion} {self.interviewed_on}"
+
+
+class FeedbackImport(models.Model):
+    """One customer-feedback CSV import: who, when, which file (by hash), how many rows."""
+
+    cycle = models.ForeignKey("ratings.Cycle", on_delete=models.PROTECT, related_name="feedback_imports")
+    filename = models.CharField(max_length=255)
+    sha256 = models.CharField(max_length=64)
+    row_count = models.PositiveIntegerField()
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.filename} ({self.row_count} rows)"
+
+
+class FeedbackResponse(models.Model):
+    """One imported survey answer (rating 1-5) with the organisation as a keyed hash.
+
+    Kept here, linked to its import, until ratings.CustomerFeedback lands; the import
+    service is the only writer, so switching the destination touches one function.
+    """
+
+    class Source(models.TextChoices):
+        SURVEY = "survey", "Survey"
+        INTERVIEW = "interview", "Interview"
+
+    batch = models.ForeignKey(FeedbackImport, on_delete=models.CASCADE, related_name="responses")
+    cycle = models.ForeignKey("ratings.Cycle", on_delete=models.PROTECT, related_name="+")
+    provider = models.ForeignKey("ratings.Provider", on_delete=models.PROTECT, related_name="+")
+    area_or_criterion = models.SlugField(max_length=96)
+    rating = models.PositiveSmallIntegerField()
+    source = models.CharField(max_length=10, choices=Source.choices)
+    respondent_org_hash = models.CharField(max_length=64)
+    comment = models.TextField(blank=True)
+    answered_on = models.DateField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["batch", "id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(rating__gte=1) & Q(rating__lte=5), name="feedback_rating_1_5"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider_id} {self.area_or_criterion}: {self.rating}"
+
+
+class AuditEvent(models.Model):
+    """One change anywhere in the audited models, flattened from simple-history records."""
+
+    class Action(models.TextChoices):
+        CREATED = "+", "Created"
+        CHANGED = "~", "Changed"
+        DELETED = "-", "Deleted"
+
+    at = models.DateTimeField(db_index=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    username = models.CharField(max_length=150, blank=True, help_text="Kept if the user is deleted.")
+    model = models.CharField(max_length=100, db_index=True, help_text="app_label.model")
+    object_id = models.CharField(max_length=64)
+    object_repr = models.CharField(max_length=200)
+    action = models.CharField(max_length=1, choices=Action.choices)
+    changes = models.JSONField(default=list, help_text="List of {field, before, after}.")
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["model", "object_id"], name="audit_model_object")]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.username or '-'} {self.get_action_display()} {self.model}"
+
+
+# History for rubric and ratings models lives in this app (see reviews.history); it is
+# registered while models load so that migrations and the admin see it.
+from reviews.history import foreign_history_register  # noqa: E402
+
+foreign_history_register()

@@ -1,0 +1,205 @@
+"""Reads of the human-evidence workflow, each already narrowed to what the caller may see.
+
+The blind-review rule lives here: a reviewer sees another reviewer's score for the same
+cycle x provider x criterion only once their own review is submitted AND both the first
+and second reviews are in. The provider portal's reads are here too; they return only
+the provider's own rows and only aggregates of customer feedback.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.apps import apps
+from django.db.models import Avg, Count, QuerySet
+
+from ratings.models import Cycle, Provider
+from reviews.access import ALL_STAFF_READ, Role, queryset_for_user, user_role
+from reviews.agreement import AlphaResult, criterion_alphas
+from reviews.models import FeedbackResponse, ReviewAssignment, ScoreOverride
+
+
+@dataclass(frozen=True)
+class ApprovedOverride:
+    """An approved override as the scoring engine reads it (no model objects)."""
+
+    criterion_key: str
+    provider_slug: str
+    value: float
+    justification: str
+    evidence: tuple[tuple[str, str], ...]
+    proposed_by: str
+    approved_by: str
+    approved_at: str
+
+
+def overrides_approved_for_cycle(*, cycle: Cycle) -> list[ApprovedOverride]:
+    """Approved overrides of a cycle, for the scoring engine and the published report."""
+    rows = (
+        ScoreOverride.objects.filter(cycle=cycle, status=ScoreOverride.Status.APPROVED)
+        .select_related("provider", "criterion", "proposed_by", "decided_by")
+        .order_by("provider__slug", "criterion__key")
+    )
+    return [
+        ApprovedOverride(
+            criterion_key=o.criterion.key, provider_slug=o.provider.slug, value=o.value,
+            justification=o.justification,
+            evidence=tuple((str(e.get("url", "")), str(e.get("quote", ""))) for e in o.evidence),
+            proposed_by=o.proposed_by.get_username(), approved_by=o.decided_by.get_username(),  # type: ignore[union-attr]
+            approved_at=o.decided_at.isoformat() if o.decided_at else "",
+        )
+        for o in rows
+    ]
+
+
+def assignment_list(*, user: Any) -> QuerySet[ReviewAssignment]:
+    """Reviewers: their own assignments. Analysts, publishers, admins: all. Others: none."""
+    qs = ReviewAssignment.objects.select_related("cycle", "provider", "criterion", "reviewer")
+    role = user_role(user)
+    if role in ALL_STAFF_READ:
+        return qs
+    if role == Role.REVIEWER:
+        return qs.filter(reviewer=user)
+    return qs.none()
+
+
+def peer_scores_visible(*, assignment: ReviewAssignment, user: Any) -> bool:
+    """May `user` see the other reviewers' scores of this assignment's unit?"""
+    role = user_role(user)
+    if role in ALL_STAFF_READ:
+        return True
+    if assignment.reviewer_id != getattr(user, "pk", None) or not assignment.is_submitted:
+        return False
+    submitted_slots = set(
+        ReviewAssignment.objects.filter(
+            cycle_id=assignment.cycle_id, provider_id=assignment.provider_id, criterion_id=assignment.criterion_id,
+            status=ReviewAssignment.Status.SUBMITTED,
+        ).values_list("slot", flat=True)
+    )
+    return {"first", "second"} <= submitted_slots
+
+
+@dataclass(frozen=True)
+class PeerScore:
+    slot: str
+    score: int | None
+    status: str
+
+
+def peer_scores(*, assignment: ReviewAssignment, user: Any) -> list[PeerScore] | None:
+    """Other reviewers' scores of the same unit, or None while blind. Never their identity."""
+    if not peer_scores_visible(assignment=assignment, user=user):
+        return None
+    others = ReviewAssignment.objects.filter(
+        cycle_id=assignment.cycle_id, provider_id=assignment.provider_id, criterion_id=assignment.criterion_id,
+    ).exclude(pk=assignment.pk).order_by("slot")
+    return [PeerScore(slot=o.slot, score=o.score, status=o.status) for o in others]
+
+
+def cycle_alpha(*, cycle: Cycle) -> list[AlphaResult]:
+    """Krippendorff's alpha (ordinal) per criterion over the cycle's double-reviewed units.
+
+    Uses the first and second reviewers only: the third is chosen *because* of a
+    disagreement, so counting them would flatter agreement.
+    """
+    units: dict[tuple[str, int], list[int]] = defaultdict(list)
+    rows = ReviewAssignment.objects.filter(
+        cycle=cycle, status=ReviewAssignment.Status.SUBMITTED, slot__in=["first", "second"]
+    ).values_list("criterion__key", "provider_id", "score")
+    for key, provider_id, score in rows:
+        units[(key, provider_id)].append(score)
+    by_criterion: dict[str, list[list[int]]] = defaultdict(list)
+    for (key, _provider), scores in units.items():
+        by_criterion[key].append(scores)
+    for key, kinds in cycle.rubric_version.criteria.values_list("key", "evidence_kinds"):
+        if "doc_review" in (kinds or []):
+            by_criterion.setdefault(key, [])
+    return criterion_alphas(by_criterion)
+
+
+# --- provider portal -----------------------------------------------------------------------
+
+
+def portal_cycles(*, provider: Provider) -> QuerySet[Cycle]:
+    return Cycle.objects.filter(providers=provider).order_by("-period_start")
+
+
+def portal_findings(*, provider: Provider, cycle: Cycle) -> QuerySet[Any]:
+    """The provider's own draft findings in a cycle (from its own clusters only)."""
+    finding = apps.get_model("probes", "Finding")
+    return (
+        finding.objects.filter(run__cluster__provider=provider, run__cycle=cycle)
+        .select_related("run__cluster").order_by("probe_id", "metric", "target")
+    )
+
+
+def portal_feedback_summary(*, provider: Provider, cycle: Cycle) -> list[dict[str, Any]]:
+    """Customer feedback about the provider as counts and means only: no identity, no comments."""
+    return list(
+        FeedbackResponse.objects.filter(provider=provider, cycle=cycle)
+        .values("area_or_criterion").annotate(count=Count("id"), mean=Avg("rating")).order_by("area_or_criterion")
+    )
+
+
+def portal_tiers(*, provider: Provider, cycle: Cycle) -> list[dict[str, Any]]:
+    """The provider's tier assignment(s) once the scoring work has produced them."""
+    try:
+        model = apps.get_model("ratings", "TierAssignment")
+    except LookupError:
+        return []
+    fields = {f.name for f in model._meta.get_fields()}
+    if not {"provider", "cycle"} <= fields:
+        return []
+    wanted = [f for f in ("tier", "score", "probability", "ci_low", "ci_high", "created_at") if f in fields]
+    return list(model.objects.filter(provider=provider, cycle=cycle).values(*wanted))
+
+
+def portal_report_section(*, provider: Provider, cycle: Cycle) -> dict[str, Any] | None:
+    """The provider's own section of the draft report in fact-check, read defensively.
+
+    Only the section whose provider slug matches is returned; nothing else of the
+    document (other providers, peer tables) ever reaches the portal.
+    """
+    try:
+        report_model = apps.get_model("reports", "Report")
+    except LookupError:
+        return None
+    fields = {f.name for f in report_model._meta.get_fields()}
+    if not {"status", "content"} <= fields:
+        return None
+    qs = report_model.objects.filter(status="fact_check")
+    if "cycle" in fields:
+        qs = qs.filter(cycle=cycle)
+    else:
+        return None
+    report = qs.order_by("-pk").first()
+    if report is None:
+        return None
+    section = _provider_section(report.content, provider.slug)
+    if section is None:
+        return None
+    return {"report_id": report.pk, "section": section}
+
+
+def _provider_section(content: Any, slug: str) -> Mapping[str, Any] | None:
+    if not isinstance(content, Mapping):
+        return None
+    candidates: Any = content.get("providers") or content.get("sections") or []
+    if isinstance(candidates, Mapping):
+        section = candidates.get(slug)
+        return section if isinstance(section, Mapping) else None
+    if isinstance(candidates, list):
+        for item in candidates:
+            if isinstance(item, Mapping) and (item.get("slug") == slug or item.get("provider") == slug):
+                return item
+    return None
+
+
+def replies_for_user(*, user: Any) -> QuerySet[Any]:
+    from reviews.models import RightOfReply
+
+    qs = RightOfReply.objects.select_related("provider", "cycle", "user")
+    return queryset_for_user(qs, user, provider_field="provider")

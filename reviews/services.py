@@ -1,0 +1,465 @@
+"""Writes of the human-evidence workflow. Every rule lives here; views and admin call these.
+
+Each service is keyword-only, checks the caller's role itself (defence in depth: the
+API and admin check too), refuses bad input with a `ReviewsError` that says why, and
+writes nothing when it refuses.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from django.conf import settings
+from django.contrib.auth.models import Group, Permission
+from django.contrib.contenttypes.models import ContentType
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from ratings.models import Cycle, Provider
+from reviews.access import ROLE_PERMISSIONS, Role, user_provider, user_role, user_roles
+from reviews.feedback_csv import ParseResult, feedback_csv_parse, org_pseudonym
+from reviews.models import (
+    DISAGREEMENT_POINTS,
+    SCORE_MAX,
+    SCORE_MIN,
+    ConflictOfInterest,
+    FeedbackImport,
+    FeedbackResponse,
+    InterviewNote,
+    ProviderMembership,
+    Reconciliation,
+    ReviewAssignment,
+    RightOfReply,
+    ScoreOverride,
+)
+from rubric.models import Criterion
+
+logger = logging.getLogger(__name__)
+
+
+class ReviewsError(ValueError):
+    """A refused request; the message is safe to show to the caller."""
+
+
+class RoleRefused(ReviewsError, PermissionError):
+    """The caller's role may not do this."""
+
+
+class ConflictOfInterestError(ReviewsError):
+    """The reviewer declared a conflict with this provider."""
+
+
+def _require_role(user: Any, roles: Iterable[Role], doing: str) -> None:
+    if user_role(user) not in set(roles):
+        raise RoleRefused(f"{getattr(user, 'username', 'anonymous')!s} may not {doing}")
+
+
+def _as(instance: Any, user: Any) -> Any:
+    """Attribute the next history record of `instance` to `user` (outside requests too)."""
+    instance._history_user = user if getattr(user, "pk", None) else None
+    return instance
+
+
+# --- roles ---------------------------------------------------------------------------------
+
+
+def roles_sync() -> dict[str, int]:
+    """Create the five role groups and give each exactly its declared permissions."""
+    counts: dict[str, int] = {}
+    for role, grants in ROLE_PERMISSIONS.items():
+        group, _ = Group.objects.get_or_create(name=role.value)
+        wanted = Q(pk__in=[])
+        for target, actions in grants.items():
+            app_label, _, model = target.partition(".")
+            codenames = Q()
+            for action in actions:
+                codenames |= Q(codename__startswith=f"{action}_")
+            scope = Q(content_type__app_label=app_label)
+            if model:
+                scope &= Q(content_type__model=model)
+            wanted |= scope & codenames
+        permissions = list(Permission.objects.filter(wanted).select_related("content_type"))
+        group.permissions.set(permissions)
+        counts[role.value] = len(permissions)
+    return counts
+
+
+def roles_sync_after_migrate(*, app_config: Any = None, using: str = "default", **_: Any) -> None:
+    """post_migrate receiver: keep the groups' permissions in step with the models."""
+    if app_config is None or app_config.label != "reviews":
+        return
+    if not ContentType.objects.using(using).filter(app_label="reviews").exists():
+        return
+    roles_sync()
+
+
+def user_role_set(*, user: Any, role: Role, provider: Provider | None = None) -> None:
+    """Give a user exactly one role; a provider user is tied to exactly one provider."""
+    if role == Role.PROVIDER and provider is None:
+        raise ReviewsError("a provider user needs the provider they belong to")
+    if role != Role.PROVIDER and provider is not None:
+        raise ReviewsError("only provider users belong to a provider")
+    with transaction.atomic():
+        user.groups.set([Group.objects.get_or_create(name=role.value)[0]])
+        user.is_staff = role != Role.PROVIDER
+        if role == Role.PROVIDER:
+            user.is_superuser = False
+        user.save(update_fields=["is_staff", "is_superuser"])
+        if role == Role.PROVIDER:
+            ProviderMembership.objects.update_or_create(user=user, defaults={"provider": provider})
+        else:
+            ProviderMembership.objects.filter(user=user).delete()
+    user.__dict__.pop("_opgrade_roles", None)
+
+
+# --- documentation review ------------------------------------------------------------------
+
+
+def _unit_check(*, cycle: Cycle, provider: Provider, criterion: Criterion) -> None:
+    if criterion.rubric_version_id != cycle.rubric_version_id:
+        raise ReviewsError(f"criterion {criterion.key} is not in the rubric of cycle {cycle.slug}")
+    if not cycle.providers.filter(pk=provider.pk).exists():
+        raise ReviewsError(f"provider {provider.slug} is not in the peer set of cycle {cycle.slug}")
+
+
+def conflict_declare(*, reviewer: Any, provider: Provider, note: str = "", by: Any | None = None) -> ConflictOfInterest:
+    """Record a conflict of interest (by the reviewer, or by an analyst on their behalf)."""
+    by = by or reviewer
+    if by.pk != reviewer.pk:
+        _require_role(by, {Role.ANALYST, Role.ADMIN}, "declare conflicts for someone else")
+    elif Role.REVIEWER not in user_roles(reviewer) and user_role(reviewer) not in {Role.ANALYST, Role.ADMIN}:
+        raise RoleRefused("only reviewers declare conflicts of interest")
+    coi, created = ConflictOfInterest.objects.get_or_create(
+        reviewer=reviewer, provider=provider, defaults={"note": note}
+    )
+    if not created and note and note != coi.note:
+        coi.note = note
+        _as(coi, by).save(update_fields=["note"])
+    return coi
+
+
+def _conflict_check(*, reviewer: Any, provider: Provider) -> None:
+    if ConflictOfInterest.objects.filter(reviewer=reviewer, provider=provider).exists():
+        raise ConflictOfInterestError(
+            f"{reviewer.get_username()} declared a conflict of interest with {provider.slug}: "
+            "choose another reviewer"
+        )
+
+
+def assignment_create(
+    *, cycle: Cycle, provider: Provider, criterion: Criterion, reviewer: Any, slot: str, by: Any
+) -> ReviewAssignment:
+    """Assign one reviewer to one slot of a cycle x provider x criterion; refuses conflicts."""
+    _require_role(by, {Role.ANALYST, Role.ADMIN}, "assign reviews")
+    if Role.REVIEWER not in user_roles(reviewer):
+        raise ReviewsError(f"{reviewer.get_username()} is not a reviewer")
+    if slot not in ReviewAssignment.Slot.values:
+        raise ReviewsError(f"slot must be one of {', '.join(ReviewAssignment.Slot.values)}")
+    _unit_check(cycle=cycle, provider=provider, criterion=criterion)
+    _conflict_check(reviewer=reviewer, provider=provider)
+    unit = ReviewAssignment.objects.filter(cycle=cycle, provider=provider, criterion=criterion)
+    if unit.filter(slot=slot).exists():
+        raise ReviewsError(f"the {slot} slot of this criterion is already assigned")
+    if unit.filter(reviewer=reviewer).exists():
+        raise ReviewsError(f"{reviewer.get_username()} already reviews this criterion for this provider")
+    assignment = ReviewAssignment(
+        cycle=cycle, provider=provider, criterion=criterion, reviewer=reviewer, slot=slot, assigned_by=by
+    )
+    try:
+        with transaction.atomic():
+            _as(assignment, by).save()
+    except IntegrityError as exc:  # a concurrent assignment won the slot
+        raise ReviewsError("this slot was assigned concurrently; reload and try again") from exc
+    return assignment
+
+
+def citations_clean(citations: Any) -> list[dict[str, str]]:
+    """Validate citations: a non-empty list of {url: http(s) URL, quote: non-empty text}."""
+    if not isinstance(citations, list) or not citations:
+        raise ReviewsError("at least one citation ({url, quote}) is required")
+    cleaned = []
+    for index, item in enumerate(citations, start=1):
+        if not isinstance(item, dict):
+            raise ReviewsError(f"citation {index} must be an object with url and quote")
+        url, quote = str(item.get("url", "")).strip(), str(item.get("quote", "")).strip()
+        parsed = urlparse(url)
+        if parsed.scheme not in {"http", "https"} or not parsed.netloc:
+            raise ReviewsError(f"citation {index}: url must be an http(s) URL")
+        if not quote:
+            raise ReviewsError(f"citation {index}: quote is empty")
+        if len(quote) > 2000 or len(url) > 2000:
+            raise ReviewsError(f"citation {index}: url and quote are limited to 2000 characters")
+        cleaned.append({"url": url, "quote": quote})
+    return cleaned
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    assignment: ReviewAssignment
+    third_assignment: ReviewAssignment | None = None
+    needs_third_reviewer: bool = False
+
+
+def review_submit(
+    *, assignment: ReviewAssignment, by: Any, score: int, citations: Any, notes: str = ""
+) -> SubmitResult:
+    """Submit the reviewer's own score; a 2+ point first/second gap opens a third slot."""
+    if assignment.reviewer_id != by.pk:
+        raise RoleRefused("only the assigned reviewer may submit this review")
+    if isinstance(score, bool) or not isinstance(score, int) or not SCORE_MIN <= score <= SCORE_MAX:
+        raise ReviewsError("score must be a whole number from 0 to 4")
+    cleaned = citations_clean(citations)
+    with transaction.atomic():
+        locked = ReviewAssignment.objects.select_for_update().get(pk=assignment.pk)
+        if locked.is_submitted:
+            raise ReviewsError("this review was already submitted; ask an analyst to reopen it")
+        locked.score, locked.citations, locked.notes = score, cleaned, notes
+        locked.status, locked.submitted_at = ReviewAssignment.Status.SUBMITTED, timezone.now()
+        _as(locked, by).save()
+        third, needs_third = _third_reviewer_if_needed(locked)
+    assignment.refresh_from_db()
+    return SubmitResult(assignment=assignment, third_assignment=third, needs_third_reviewer=needs_third)
+
+
+def _third_reviewer_if_needed(assignment: ReviewAssignment) -> tuple[ReviewAssignment | None, bool]:
+    unit = ReviewAssignment.objects.select_for_update().filter(
+        cycle_id=assignment.cycle_id, provider_id=assignment.provider_id, criterion_id=assignment.criterion_id
+    )
+    rows = {a.slot: a for a in unit}
+    first, second = rows.get("first"), rows.get("second")
+    if not (first and second and first.is_submitted and second.is_submitted):
+        return None, False
+    if abs(first.score - second.score) < DISAGREEMENT_POINTS or "third" in rows:  # type: ignore[operator]
+        return None, False
+    reviewer = third_reviewer_pick(assignment=assignment, exclude=[first.reviewer_id, second.reviewer_id])
+    if reviewer is None:
+        logger.warning(
+            "no unconflicted reviewer for third review of %s/%s/%s",
+            assignment.cycle_id, assignment.provider_id, assignment.criterion_id,
+        )
+        return None, True
+    third = ReviewAssignment(
+        cycle_id=assignment.cycle_id, provider_id=assignment.provider_id, criterion_id=assignment.criterion_id,
+        reviewer=reviewer, slot=ReviewAssignment.Slot.THIRD,
+    )
+    third.save()
+    return third, False
+
+
+def third_reviewer_pick(*, assignment: ReviewAssignment, exclude: Sequence[int]) -> Any | None:
+    """The least-loaded reviewer with no conflict with the provider (ties: by username)."""
+    from django.contrib.auth import get_user_model
+
+    conflicted = ConflictOfInterest.objects.filter(provider_id=assignment.provider_id).values("reviewer_id")
+    candidates = (
+        get_user_model().objects.filter(groups__name=Role.REVIEWER.value, is_active=True)
+        .exclude(pk__in=exclude).exclude(pk__in=conflicted)
+        .annotate(open_count=Count("review_assignments", filter=Q(review_assignments__status="assigned")))
+        .order_by("open_count", "username")
+    )
+    return candidates.first()
+
+
+def reconciliation_create(
+    *, cycle: Cycle, provider: Provider, criterion: Criterion, by: Any, value: float | None = None, note: str = ""
+) -> Reconciliation:
+    """Reconcile submitted reviews into the value used for scoring, keeping links to them.
+
+    Two agreeing reviewers (gap < 2): their mean. A third reviewer: the median of three.
+    An analyst may set a value by hand, with a note saying why.
+    """
+    _require_role(by, {Role.ANALYST, Role.ADMIN}, "reconcile reviews")
+    submitted = list(
+        ReviewAssignment.objects.filter(
+            cycle=cycle, provider=provider, criterion=criterion, status=ReviewAssignment.Status.SUBMITTED
+        )
+    )
+    slots = {a.slot: a for a in submitted}
+    if value is not None:
+        if not note.strip():
+            raise ReviewsError("a hand-set reconciled value needs a note saying why")
+        if not SCORE_MIN <= value <= SCORE_MAX:
+            raise ReviewsError("a reconciled value must be within 0-4")
+        if not submitted:
+            raise ReviewsError("no submitted reviews to reconcile")
+        method = Reconciliation.Method.MANUAL
+    elif "third" in slots and {"first", "second"} <= set(slots):
+        value = float(statistics.median(a.score for a in submitted))  # type: ignore[misc]
+        method = Reconciliation.Method.MEDIAN
+    elif {"first", "second"} <= set(slots):
+        first, second = slots["first"].score, slots["second"].score
+        if abs(first - second) >= DISAGREEMENT_POINTS:  # type: ignore[operator]
+            raise ReviewsError("first and second reviewers disagree by 2+ points: waiting for the third reviewer")
+        value = (first + second) / 2  # type: ignore[operator]
+        method = Reconciliation.Method.MEAN
+    else:
+        raise ReviewsError("both the first and second reviews must be submitted first")
+    with transaction.atomic():
+        rec = Reconciliation.objects.filter(cycle=cycle, provider=provider, criterion=criterion).first()
+        rec = rec or Reconciliation(cycle=cycle, provider=provider, criterion=criterion)
+        rec.value, rec.method, rec.note, rec.reconciled_by = value, method, note, by
+        _as(rec, by).save()
+        rec.reviews.set(submitted)
+    return rec
+
+
+# --- customer feedback ---------------------------------------------------------------------
+
+
+def cycle_rating_keys(*, cycle: Cycle) -> set[str]:
+    """Area and criterion keys customers may rate in this cycle's rubric."""
+    version = cycle.rubric_version
+    return set(version.areas.values_list("key", flat=True)) | set(version.criteria.values_list("key", flat=True))
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    dry_run: bool
+    parsed: ParseResult
+    written: int
+    batch_id: int | None
+
+    @property
+    def ok(self) -> bool:
+        return self.parsed.ok
+
+
+def feedback_import(*, cycle: Cycle, text: str, filename: str, by: Any | None, dry_run: bool) -> ImportReport:
+    """Validate a survey export and, unless a dry run, write it in one transaction.
+
+    Any bad row means nothing is written; the report lists every bad row by line number.
+    """
+    if by is not None:
+        _require_role(by, {Role.ANALYST, Role.ADMIN}, "import customer feedback")
+    parsed = feedback_csv_parse(
+        text,
+        provider_slugs=set(cycle.providers.values_list("slug", flat=True)),
+        rating_keys=cycle_rating_keys(cycle=cycle),
+        pseudonym_key=settings.OPGRADE_PSEUDONYM_KEY,
+    )
+    if dry_run or not parsed.ok:
+        return ImportReport(dry_run=dry_run, parsed=parsed, written=0, batch_id=None)
+    providers = {p.slug: p for p in cycle.providers.all()}
+    with transaction.atomic():
+        batch = FeedbackImport.objects.create(
+            cycle=cycle, filename=filename[:255], sha256=hashlib.sha256(text.encode()).hexdigest(),
+            row_count=len(parsed.rows), imported_by=by,
+        )
+        FeedbackResponse.objects.bulk_create(
+            FeedbackResponse(
+                batch=batch, cycle=cycle, provider=providers[row.provider_slug],
+                area_or_criterion=row.area_or_criterion, rating=row.rating, source=row.source,
+                respondent_org_hash=row.respondent_org_hash, comment=row.comment, answered_on=row.date,
+            )
+            for row in parsed.rows
+        )
+    return ImportReport(dry_run=False, parsed=parsed, written=len(parsed.rows), batch_id=batch.pk)
+
+
+def interview_note_create(
+    *, cycle: Cycle, provider: Provider, area_or_criterion: str, respondent_org: str, notes: str,
+    interviewed_on: dt.date, by: Any, rating: int | None = None,
+) -> InterviewNote:
+    """Record a customer interview; the organisation is kept only as a keyed hash."""
+    _require_role(by, {Role.ANALYST, Role.ADMIN}, "enter interview notes")
+    if not cycle.providers.filter(pk=provider.pk).exists():
+        raise ReviewsError(f"provider {provider.slug} is not in the peer set of cycle {cycle.slug}")
+    if area_or_criterion not in cycle_rating_keys(cycle=cycle):
+        raise ReviewsError(f"{area_or_criterion!r} is not an area or criterion of the cycle's rubric")
+    if rating is not None and not 1 <= rating <= 5:
+        raise ReviewsError("rating must be 1-5")
+    if not respondent_org.strip() or not notes.strip():
+        raise ReviewsError("respondent organisation and notes are required")
+    note = InterviewNote(
+        cycle=cycle, provider=provider, area_or_criterion=area_or_criterion, rating=rating,
+        respondent_org_hash=org_pseudonym(respondent_org, key=settings.OPGRADE_PSEUDONYM_KEY),
+        notes=notes, interviewed_on=interviewed_on, interviewer=by,
+    )
+    _as(note, by).save()
+    return note
+
+
+# --- overrides (four eyes) -----------------------------------------------------------------
+
+
+def override_propose(
+    *, cycle: Cycle, provider: Provider, criterion: Criterion, value: float, justification: str, evidence: Any,
+    by: Any,
+) -> ScoreOverride:
+    """A publisher proposes a new normalised criterion score, with justification and evidence."""
+    _require_role(by, {Role.PUBLISHER}, "propose score overrides")
+    if not justification or not justification.strip():
+        raise ReviewsError("a written justification is required")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
+        raise ReviewsError("value is the normalised criterion score and must be within 0-1")
+    _unit_check(cycle=cycle, provider=provider, criterion=criterion)
+    override = ScoreOverride(
+        cycle=cycle, provider=provider, criterion=criterion, value=float(value),
+        justification=justification.strip(), evidence=citations_clean(evidence), proposed_by=by,
+    )
+    _as(override, by).save()
+    return override
+
+
+def override_decide(*, override: ScoreOverride, by: Any, approve: bool, note: str = "") -> ScoreOverride:
+    """A second publisher approves or rejects; deciding on your own proposal is refused."""
+    _require_role(by, {Role.PUBLISHER}, "decide on score overrides")
+    if override.proposed_by_id == by.pk:
+        raise RoleRefused("four eyes: a publisher may not approve or reject their own override")
+    if not approve and not note.strip():
+        raise ReviewsError("say why the override is rejected")
+    with transaction.atomic():
+        locked = ScoreOverride.objects.select_for_update().get(pk=override.pk)
+        if locked.status != ScoreOverride.Status.PROPOSED:
+            raise ReviewsError(f"this override is already {locked.status}")
+        if approve and ScoreOverride.objects.filter(
+            cycle_id=locked.cycle_id, provider_id=locked.provider_id, criterion_id=locked.criterion_id,
+            status=ScoreOverride.Status.APPROVED,
+        ).exists():
+            raise ReviewsError("another override of this criterion is already approved; reject this one instead")
+        locked.status = ScoreOverride.Status.APPROVED if approve else ScoreOverride.Status.REJECTED
+        locked.decided_by, locked.decided_at, locked.decision_note = by, timezone.now(), note
+        _as(locked, by).save()
+    override.refresh_from_db()
+    return override
+
+
+# --- right of reply ------------------------------------------------------------------------
+
+
+def reply_create(*, by: Any, cycle: Cycle, fact_ref: str, text: str, report_id: int | None = None) -> RightOfReply:
+    """A provider user comments on a fact about their own provider in a cycle's draft."""
+    provider = user_provider(by)
+    if provider is None:
+        raise RoleRefused("only provider users file right-of-reply comments")
+    if not cycle.providers.filter(pk=provider.pk).exists():
+        raise ReviewsError("your provider is not rated in this cycle")
+    if not fact_ref.strip() or not text.strip():
+        raise ReviewsError("say which fact (fact reference) and what is wrong with it (text)")
+    if len(text) > 10_000 or len(fact_ref) > 200:
+        raise ReviewsError("the comment is too long (10,000 characters; fact reference 200)")
+    reply = RightOfReply(
+        provider=provider, user=by, cycle=cycle, report_id=report_id, fact_ref=fact_ref.strip(), text=text.strip()
+    )
+    _as(reply, by).save()
+    return reply
+
+
+def reply_respond(*, reply: RightOfReply, by: Any, status: str, response: str) -> RightOfReply:
+    """Opgrade answers a right-of-reply comment (accepted: the fact is corrected)."""
+    _require_role(by, {Role.ANALYST, Role.PUBLISHER, Role.ADMIN}, "answer right-of-reply comments")
+    if status not in {RightOfReply.Status.ACCEPTED, RightOfReply.Status.DECLINED}:
+        raise ReviewsError("status must be accepted or declined")
+    if not response.strip():
+        raise ReviewsError("a response is required")
+    reply.status, reply.response = status, response.strip()
+    _as(reply, by).save(update_fields=["status", "response"])
+    return reply
