@@ -1,0 +1,23 @@
+"""Errors the report services raise; each message says what was refused and why."""
+
+from __future__ import annotations
+
+
+class ReportError(Exception):
+    """Base class: a report operation was refused and nothing was written."""
+
+
+class ReportStateError(ReportError):
+    """The report is in the wrong lifecycle state for the operation."""
+
+
+class ReportPermissionError(ReportError):
+    """The user may not do this (only publishers publish, correct and withdraw)."""
+
+
+class ReportInputError(ReportError):
+    """The input (document, notice, replacement) is invalid."""
+
+
+class ReportImmutableError(ReportError):
+    """Code tried to change or delete a published-family report."""
