@@ -1,0 +1,253 @@
+"""Configuration files for the testbed's daemons, rendered from a layout and a profile.
+
+Pure: each function takes the layout, the resolved knobs and the tenants and returns text.
+Ports inside the controller namespace are fixed (each namespace has its own loopback),
+so two testbeds never collide: Prometheus 19090 (shared) or 19091+i (tenant i), Pushgateway
+19190 / 19191+i, the log service 3100, the provider API 8000, nginx 80.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from typing import Any
+
+from testbed.layout import Layout
+
+API_PORT = 8000
+LOG_PORT = 3100
+NGINX_PORT = 80
+SLURMCTLD_PORT = 6817
+SLURMD_PORT = 6818
+NODE_EXPORTER_PORT = 9100
+
+
+def prom_port(index: int | None) -> int:
+    """Port of the shared Prometheus (``None``) or of tenant number ``index``'s."""
+    return 19090 if index is None else 19091 + index
+
+
+def push_port(index: int | None) -> int:
+    return 19190 if index is None else 19191 + index
+
+
+def slurm_conf(lay: Layout, knobs: dict[str, Any]) -> str:
+    s = knobs["slurm"]
+    pool = knobs["nodes"]["pool_size"]
+    root = lay.root
+    lines = [
+        f"# slurm.conf of testbed {lay.name} (generated; profile {knobs['name']})",
+        f"ClusterName={lay.name}",
+        f"SlurmctldHost=ctl({lay.ctl_addr})",
+        f"SlurmctldPort={SLURMCTLD_PORT}",
+        f"SlurmdPort={SLURMD_PORT}",
+        "AuthType=auth/munge",
+        "CredType=cred/munge",
+        f"AuthInfo=socket={lay.munge_socket}",
+        "SlurmUser=root",
+        "SlurmdUser=root",
+        f"StateSaveLocation={root}/slurm/ctld",
+        f"SlurmdSpoolDir={root}/slurm/spool/%n",
+        f"SlurmctldPidFile={root}/run/slurmctld.pid",
+        # a private tmpfs per node (see runtime.wrap_in_node): %n does not expand here
+        f"SlurmdPidFile={root}/noderun/slurmd.pid",
+        f"SlurmctldLogFile={root}/logs/slurmctld.log",
+        f"SlurmdLogFile={root}/logs/slurmd-%n.log",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "SchedulerType=sched/backfill",
+        "SelectType=select/cons_tres",
+        "ReturnToService=2",
+        f"SlurmdTimeout={int(s['slurmd_timeout_s'])}",
+        "MessageTimeout=5",
+        "TCPTimeout=2",
+        "MpiDefault=none",
+        "AccountingStorageType=accounting_storage/none",
+        "JobCompType=jobcomp/filetxt",
+        f"JobCompLoc={root}/slurm/jobcomp.txt",
+        "JobAcctGatherType=jobacct_gather/none",
+    ]
+    if s["private_data"]:
+        lines.append("PrivateData=jobs,usage,users")
+    if s["health_check"]:
+        lines += [
+            f"HealthCheckProgram={root}/bin/healthcheck.sh",
+            f"HealthCheckInterval={int(s['health_check_interval_s'])}",
+            "HealthCheckNodeState=ANY",
+        ]
+    n = knobs["nodes"]
+    for slot in range(1, pool + 1):
+        lines.append(
+            f"NodeName={lay.node_name(slot)} NodeAddr={lay.node_addr(slot)} CPUs={n['cpus']} "
+            f"RealMemory={n['memory_mb']} State=FUTURE"
+        )
+    lines.append(f"PartitionName=gpu Nodes=node[1-{pool}] Default=YES MaxTime=INFINITE State=UP")
+    return "\n".join(lines) + "\n"
+
+
+def healthcheck_script(lay: Layout) -> str:
+    return f"""#!/bin/sh
+# HealthCheckProgram of testbed {lay.name}: slurmd runs it inside the node's namespaces.
+# A node is bad when a fault marker {lay.faults}/<node>.unhealthy exists (inject-fault
+# ... unhealthy writes it; it stands for an XID error or a failed GPU check).
+export SLURM_CONF={lay.slurm_conf}
+node=$(hostname)
+marker={lay.faults}/$node.unhealthy
+if [ -f "$marker" ]; then
+    /usr/bin/scontrol update nodename="$node" state=drain reason="healthcheck: $(head -c 60 "$marker")"
+fi
+exit 0
+"""
+
+
+def sshd_config(lay: Layout, users: list[str]) -> str:
+    return f"""# sshd_config shared by the login and compute nodes of testbed {lay.name} (generated)
+Port 22
+PidFile none
+UsePAM no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+PermitRootLogin no
+AllowUsers {" ".join(users)}
+AuthorizedKeysFile .ssh/authorized_keys
+StrictModes yes
+SetEnv SLURM_CONF={lay.slurm_conf}
+X11Forwarding no
+PrintMotd no
+MaxStartups 50:30:100
+LogLevel ERROR
+Subsystem sftp internal-sftp
+"""
+
+
+def htpasswd_line(user: str, password: str, salt: bytes) -> str:
+    # nginx's {SSHA} scheme; the passwords are 144-bit random tokens, so a salted SHA-1 is not the weak point
+    digest = hashlib.sha1(password.encode() + salt).digest()  # noqa: S324
+    return f"{user}:{{SSHA}}{base64.b64encode(digest + salt).decode()}"
+
+
+def nginx_conf(lay: Layout, knobs: dict[str, Any], tenants: list[dict[str, Any]], proxy_secret: str) -> str:
+    root = lay.root
+    metrics_isolated = knobs["metrics"]["isolation"]
+    logs_isolated = knobs["logs"]["isolation"]
+    prom_map = push_map = tenant_map = forged_map = ""
+    for i, t in enumerate(tenants):
+        user = t["user"]
+        prom = prom_port(i if metrics_isolated else None)
+        push = push_port(i if metrics_isolated else None)
+        prom_map += f'        "{user}" 127.0.0.1:{prom};\n'
+        push_map += f'        "{user}" 127.0.0.1:{push};\n'
+        tenant_map += f'        "{user}" "{user}";\n'
+        forged_map += f'        "{user}:{user}" 0;\n'
+    if logs_isolated:
+        log_block = """            # exemplary: the tenant comes from the login, a different claimed tenant is refused
+            if ($tb_forged) { return 403 "tenant header does not match your credentials\\n"; }
+            proxy_set_header X-Scope-OrgID $tb_tenant;"""
+    else:
+        log_block = """            # leaky: a tenant header sent by the client is passed on as it is
+            proxy_set_header X-Scope-OrgID $http_x_scope_orgid;"""
+    return f"""# nginx of testbed {lay.name} (generated): per-tenant basic auth in front of
+# Prometheus, the Pushgateway and the log service.
+user www-data;
+worker_processes 1;
+daemon off;
+pid {root}/run/nginx.pid;
+error_log {root}/logs/nginx-error.log warn;
+events {{ worker_connections 256; }}
+http {{
+    access_log {root}/logs/nginx-access.log;
+    client_body_temp_path {root}/run/nginx/body;
+    proxy_temp_path {root}/run/nginx/proxy;
+    fastcgi_temp_path {root}/run/nginx/fastcgi;
+    uwsgi_temp_path {root}/run/nginx/uwsgi;
+    scgi_temp_path {root}/run/nginx/scgi;
+    default_type text/plain;
+    map $remote_user $tb_prom {{
+        default "";
+{prom_map}    }}
+    map $remote_user $tb_push {{
+        default "";
+{push_map}    }}
+    map $remote_user $tb_tenant {{
+        default "";
+{tenant_map}    }}
+    map "$http_x_scope_orgid:$remote_user" $tb_forged {{
+        default 1;
+        "~^:" 0;
+{forged_map}    }}
+    server {{
+        listen {lay.ctl_addr}:{NGINX_PORT};
+        auth_basic "testbed {lay.name}";
+        auth_basic_user_file {root}/nginx/htpasswd;
+        location = /healthz {{ auth_basic off; return 200 "ok\\n"; }}
+        location /prometheus/ {{
+            rewrite ^/prometheus/(.*)$ /$1 break;
+            proxy_pass http://$tb_prom;
+        }}
+        location /pushgateway/ {{
+            rewrite ^/pushgateway/(.*)$ /$1 break;
+            proxy_pass http://$tb_push;
+        }}
+        location /logs/ {{
+{log_block}
+            proxy_set_header X-Testbed-Proxy {proxy_secret};
+            proxy_pass http://127.0.0.1:{LOG_PORT};
+        }}
+    }}
+}}
+"""
+
+
+def prometheus_yml(lay: Layout, *, push: int, tenant: str | None) -> str:
+    relabel = ""
+    if tenant:
+        relabel = f"""
+    metric_relabel_configs:
+      - target_label: tenant
+        replacement: "{tenant}\""""
+    return f"""# Prometheus of testbed {lay.name} ({"tenant " + tenant if tenant else "shared by all tenants"})
+global:
+  scrape_interval: 3s
+  evaluation_interval: 15s
+scrape_configs:
+  - job_name: pushgateway
+    honor_labels: true
+    static_configs:
+      - targets: ["127.0.0.1:{push}"]{relabel}
+  - job_name: node
+    file_sd_configs:
+      - files: ["{lay.root}/prometheus/nodes.json"]
+        refresh_interval: 3s
+"""
+
+
+def node_targets(lay: Layout, nodes: dict[str, dict[str, Any]]) -> str:
+    targets = [
+        {"targets": [f"{n['address']}:{NODE_EXPORTER_PORT}"], "labels": {"node": name}}
+        for name, n in sorted(nodes.items())
+        if n["status"] in ("ready", "faulty")
+    ]
+    return json.dumps(targets)
+
+
+def rsyslog_conf(lay: Layout, tenants: list[dict[str, Any]]) -> str:
+    root = lay.root
+    rules = ""
+    for t in tenants:
+        rules += f"""if $programname == "{t["user"]}" then {{
+    action(type="omfile" file="{lay.tenant_log_dir(t["user"])}/messages.log" template="tb")
+    stop
+}}
+"""
+    return f"""# rsyslog of testbed {lay.name} (generated). Nodes send with `logger -n {lay.ctl_addr}`;
+# a line tagged with a tenant's user name (logger's default tag) goes to that tenant's file.
+global(workDirectory="{root}/run/rsyslog")
+module(load="imudp")
+module(load="imtcp")
+input(type="imudp" address="{lay.ctl_addr}" port="514")
+input(type="imtcp" address="{lay.ctl_addr}" port="514")
+template(name="tb" type="string" string="%timegenerated:::date-rfc3339% %hostname% %programname%:%msg:::sp-if-no-1st-sp%%msg:::drop-last-lf%\\n")
+{rules}*.* action(type="omfile" file="{root}/logs/system/messages.log" template="tb")
+"""
