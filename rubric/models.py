@@ -7,8 +7,21 @@ are versioned with the criteria they apply to.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 from django.db.models import Q
+
+
+class FrozenRubricError(Exception):
+    """An edit of a frozen rubric version (or of its areas or criteria) was attempted."""
+
+    def __init__(self, rubric_version: RubricVersion | None = None, what: str = "it") -> None:
+        label = str(rubric_version) if rubric_version is not None else "this rubric version"
+        super().__init__(
+            f"Rubric version {label} is frozen: {what} cannot be changed. "
+            "Clone it into a new draft version and edit that instead."
+        )
 
 
 class Tier(models.TextChoices):
@@ -98,14 +111,47 @@ class RubricVersion(models.Model):
             models.CheckConstraint(
                 condition=Q(status="draft") | Q(frozen_at__isnull=False), name="rubric_frozen_has_timestamp"
             ),
+            models.CheckConstraint(
+                condition=Q(status="draft") | ~Q(fingerprint=""), name="rubric_frozen_has_fingerprint"
+            ),
+            models.CheckConstraint(condition=Q(status__in=["draft", "frozen"]), name="rubric_status_valid"),
         ]
 
     def __str__(self) -> str:
         return f"{self.name} {self.version}"
 
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # The freeze itself is the one write allowed: it turns a stored draft into a frozen row.
+        if self._stored_is_frozen():
+            raise FrozenRubricError(self, "the version")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        if self._stored_is_frozen():
+            raise FrozenRubricError(self, "the version")
+        return super().delete(*args, **kwargs)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}@{self.version}"
+
     @property
     def is_frozen(self) -> bool:
         return self.status == self.Status.FROZEN
+
+    def _stored_is_frozen(self) -> bool:
+        if self.pk is None:
+            return False
+        status = RubricVersion.objects.filter(pk=self.pk).values_list("status", flat=True).first()
+        return status == self.Status.FROZEN
+
+
+def _refuse_if_frozen(version_id: int | None, what: str) -> None:
+    if version_id is None:
+        return
+    version = RubricVersion.objects.filter(pk=version_id).only("name", "version", "status").first()
+    if version is not None and version.is_frozen:
+        raise FrozenRubricError(version, what)
 
 
 class Area(models.Model):
@@ -125,6 +171,18 @@ class Area(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        _refuse_if_frozen(self.rubric_version_id, f"area '{self.key}'")
+        if self.pk is not None:
+            old = Area.objects.filter(pk=self.pk).values_list("rubric_version_id", flat=True).first()
+            if old != self.rubric_version_id:
+                _refuse_if_frozen(old, f"area '{self.key}'")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        _refuse_if_frozen(self.rubric_version_id, f"area '{self.key}'")
+        return super().delete(*args, **kwargs)
 
 
 class Criterion(models.Model):
@@ -163,7 +221,29 @@ class Criterion(models.Model):
             models.CheckConstraint(
                 condition=Q(is_gate=False) | ~Q(gate_cap_tier=""), name="criterion_gate_has_cap_tier"
             ),
+            models.CheckConstraint(condition=Q(direction__in=["higher", "lower"]), name="criterion_direction_valid"),
+            models.CheckConstraint(condition=Q(scale__in=["linear", "log"]), name="criterion_scale_valid"),
+            models.CheckConstraint(
+                condition=Q(gate_cap_tier__in=["", "gold", "silver", "bronze", "underperforming"]),
+                name="criterion_gate_cap_tier_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(scale="linear") | (Q(anchor_best__gt=0) & Q(anchor_worst__gt=0)),
+                name="criterion_log_anchors_positive",
+            ),
         ]
 
     def __str__(self) -> str:
         return self.key
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        _refuse_if_frozen(self.rubric_version_id, f"criterion '{self.key}'")
+        if self.pk is not None:
+            old = Criterion.objects.filter(pk=self.pk).values_list("rubric_version_id", flat=True).first()
+            if old != self.rubric_version_id:
+                _refuse_if_frozen(old, f"criterion '{self.key}'")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        _refuse_if_frozen(self.rubric_version_id, f"criterion '{self.key}'")
+        return super().delete(*args, **kwargs)

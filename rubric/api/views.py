@@ -1,0 +1,223 @@
+"""Rubric API v1: read versions with their areas and criteria; import, export, freeze, clone, diff.
+
+Reads need an authenticated user; writes need the rubric model permissions (the analyst and
+admin roles hold them). Edits of a frozen version answer 409 Conflict with the reason; a
+malformed upload answers 400 with every problem as file, line, field and message, and
+writes nothing. Each action parses input, calls one service or selector, formats output.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import APIException, NotFound, ParseError
+from rest_framework.parsers import BaseParser, JSONParser, MultiPartParser
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+
+from rubric.api.serializers import (
+    CloneInputSerializer,
+    CriterionSerializer,
+    ImportResultSerializer,
+    RubricVersionSerializer,
+)
+from rubric.models import Criterion, FrozenRubricError, RubricVersion
+from rubric.selectors import rubric_version_diff, rubric_version_export, rubric_version_list
+from rubric.services import (
+    RubricConflictError,
+    criterion_update,
+    rubric_version_clone,
+    rubric_version_freeze,
+    rubric_version_import,
+    rubric_version_update,
+)
+from rubric.yaml_format import RubricFormatError
+
+
+class YamlParser(BaseParser):
+    """The request body as text: a rubric YAML document (application/yaml, text/yaml, text/plain)."""
+
+    media_type = "application/yaml"
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict | None = None) -> str:
+        try:
+            return stream.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ParseError("the rubric file is not UTF-8 text") from exc
+
+
+class TextYamlParser(YamlParser):
+    media_type = "text/yaml"
+
+
+class PlainTextParser(YamlParser):
+    media_type = "text/plain"
+
+
+class RubricWritePermission(BasePermission):
+    """Anyone signed in reads; writing needs the rubric model permission (analyst, admin)."""
+
+    message = "Changing rubric versions needs the analyst or admin role."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        user = request.user
+        if not (user and user.is_authenticated):
+            return False
+        if request.method in SAFE_METHODS:
+            return True
+        return bool(user.has_perm("rubric.change_rubricversion") and user.has_perm("rubric.add_rubricversion"))
+
+
+class FrozenConflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "rubric_frozen"
+
+
+class LabelConflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "rubric_label_conflict"
+
+
+def _format_error_response(exc: RubricFormatError) -> Response:
+    return Response(
+        {
+            "detail": "the rubric is malformed; nothing was written",
+            "errors": [
+                {"file": p.filename, "line": p.line, "field": p.field, "message": p.message} for p in exc.problems
+            ],
+        },
+        status=status.HTTP_400_BAD_REQUEST,
+    )
+
+
+class RubricVersionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Rubric versions with areas and criteria. PATCH edits a draft's title, description or scoring."""
+
+    serializer_class = RubricVersionSerializer
+    # The project default (signed in, no outside provider accounts) and, for writes, the rubric permission.
+    permission_classes = [*api_settings.DEFAULT_PERMISSION_CLASSES, RubricWritePermission]
+    filterset_fields = ["name", "status"]
+    http_method_names = ["get", "post", "patch", "head", "options"]
+
+    def get_queryset(self) -> Any:
+        return rubric_version_list()
+
+    def perform_update(self, serializer: RubricVersionSerializer) -> None:
+        try:
+            serializer.instance = rubric_version_update(
+                rubric_version=serializer.instance, data=dict(serializer.validated_data)
+            )
+        except FrozenRubricError as exc:
+            raise FrozenConflict(str(exc)) from exc
+
+    @extend_schema(responses={(200, "application/yaml"): str})
+    @action(detail=True, methods=["get"], url_path="export")
+    def export(self, request: Request, pk: str | None = None) -> HttpResponse:
+        version = self.get_object()
+        text = rubric_version_export(rubric_version=version)
+        response = HttpResponse(text.encode("utf-8"), content_type="application/yaml; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{version.name}-{version.version}.yaml"'
+        return response
+
+    @extend_schema(
+        request={"application/yaml": str, "multipart/form-data": {"type": "object", "properties": {
+            "file": {"type": "string", "format": "binary"}}}},
+        parameters=[OpenApiParameter("freeze", bool, description="Freeze the version once imported.")],
+        responses={201: ImportResultSerializer, 200: ImportResultSerializer},
+    )
+    @action(detail=False, methods=["post"], url_path="import",
+            parser_classes=[YamlParser, TextYamlParser, PlainTextParser, MultiPartParser])
+    def import_yaml(self, request: Request) -> Response:
+        upload = request.FILES.get("file") if hasattr(request, "FILES") else None
+        if upload is not None:
+            try:
+                text, filename = upload.read().decode("utf-8"), upload.name
+            except UnicodeDecodeError as exc:
+                raise ParseError("the rubric file is not UTF-8 text") from exc
+        elif isinstance(request.data, str):
+            text, filename = request.data, request.query_params.get("filename", "request body")
+        else:
+            raise ParseError("send the rubric as an application/yaml body or a multipart 'file'")
+        freeze = request.query_params.get("freeze", "").lower() in ("1", "true", "yes")
+        try:
+            result = rubric_version_import(text=text, filename=filename, freeze=freeze)
+        except RubricFormatError as exc:
+            return _format_error_response(exc)
+        except RubricConflictError as exc:
+            raise LabelConflict(str(exc)) from exc
+        payload = ImportResultSerializer({
+            "created": result.created, "frozen_now": result.frozen_now, "message": result.message,
+            "rubric_version": rubric_version_list().get(pk=result.rubric_version.pk),
+        }).data
+        return Response(payload, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+
+    @extend_schema(request=None, responses={200: RubricVersionSerializer})
+    @action(detail=True, methods=["post"])
+    def freeze(self, request: Request, pk: str | None = None) -> Response:
+        try:
+            version = rubric_version_freeze(rubric_version=self.get_object())
+        except RubricFormatError as exc:
+            return _format_error_response(exc)
+        return Response(self.get_serializer(rubric_version_list().get(pk=version.pk)).data)
+
+    @extend_schema(request=CloneInputSerializer, responses={201: RubricVersionSerializer})
+    @action(detail=True, methods=["post"])
+    def clone(self, request: Request, pk: str | None = None) -> Response:
+        data = CloneInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            clone = rubric_version_clone(
+                source=self.get_object(), version=data.validated_data["version"], name=data.validated_data.get("name")
+            )
+        except RubricFormatError as exc:
+            return _format_error_response(exc)
+        except RubricConflictError as exc:
+            raise LabelConflict(str(exc)) from exc
+        body = self.get_serializer(rubric_version_list().get(pk=clone.pk)).data
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    @extend_schema(parameters=[OpenApiParameter("other", int, description="Version to compare against (default: the parent).")])
+    @action(detail=True, methods=["get"])
+    def diff(self, request: Request, pk: str | None = None) -> Response:
+        version = self.get_object()
+        other_id = request.query_params.get("other")
+        if other_id:
+            base = RubricVersion.objects.filter(pk=other_id).first() if other_id.isdigit() else None
+            if base is None:
+                raise NotFound(f"no rubric version with id {other_id!r}")
+        elif version.parent is not None:
+            base = version.parent
+        else:
+            raise ParseError("this version has no parent; pass ?other=<id>")
+        diff = rubric_version_diff(a=base, b=version)
+        return Response({"text": diff.as_text(), "from": base.label, "to": version.label,
+                         "criteria_added": diff.criteria_added, "criteria_removed": diff.criteria_removed,
+                         "criteria_changed": [c.key for c in diff.criteria_changed],
+                         "areas_added": diff.areas_added, "areas_removed": diff.areas_removed,
+                         "areas_changed": [a.key for a in diff.areas_changed]})
+
+
+class CriterionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
+    """Criteria of every version; PATCH edits a criterion of a draft and answers 409 when frozen."""
+
+    serializer_class = CriterionSerializer
+    # The project default (signed in, no outside provider accounts) and, for writes, the rubric permission.
+    permission_classes = [*api_settings.DEFAULT_PERMISSION_CLASSES, RubricWritePermission]
+    filterset_fields = ["rubric_version", "is_gate", "probe_id"]
+    http_method_names = ["get", "patch", "head", "options"]
+    parser_classes = [JSONParser]
+
+    def get_queryset(self) -> Any:
+        return Criterion.objects.select_related("area", "rubric_version").order_by("rubric_version", "position")
+
+    def perform_update(self, serializer: CriterionSerializer) -> None:
+        try:
+            serializer.instance = criterion_update(criterion=serializer.instance, data=dict(serializer.validated_data))
+        except FrozenRubricError as exc:
+            raise FrozenConflict(str(exc)) from exc
