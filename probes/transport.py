@@ -1,0 +1,732 @@
+"""SSH transport: the one module that talks to provider hosts, and the only one importing paramiko.
+
+Probes never open sockets themselves. They ask an :class:`SshPool` (one per probe run and tenant
+account) for an :class:`SshConnection` to an :class:`Endpoint`, and run :class:`Command` objects on
+it. The pool keeps ONE authenticated SSH connection per host for the whole run and opens a new
+channel per command, so a three-command probe pays for one handshake, not three.
+
+Safety properties this module guarantees, so that no caller has to remember them:
+
+* Host keys are pinned. Each endpoint carries the fingerprints an analyst recorded through an explicit
+  action (see :func:`host_key_fetch`). The key offered during key exchange is compared with the pins
+  BEFORE any authentication message is sent; a mismatch raises :class:`HostKeyChanged` and an
+  endpoint without pins raises :class:`HostKeyNotPinned` (the behaviour of paramiko's
+  ``RejectPolicy``, done at the ``Transport`` level so that the order "verify, then authenticate"
+  is explicit and no agent or ``~/.ssh`` key is ever offered).
+* Every phase has a deadline: TCP connect, the server's banner, the key exchange, authentication,
+  opening a channel, and every command. At a command's deadline the remote process GROUP is killed:
+  by a remote ``timeout -s KILL`` wrapper (which also fires when the client died, e.g. a worker
+  SIGKILLed mid-run) and, a small grace later, by the client itself with ``kill -KILL -- -PGID``
+  over a second channel (hosts without GNU ``timeout``, or a stuck remote side).
+* Output is capped per stream; what is cut is flagged ``truncated``.
+* Commands are built from fixed templates. Every value is passed through ``shlex.quote``; nothing a
+  provider supplies is ever executed as shell text.
+* Compute nodes are reached through the login node as a jump host (an SSH ``direct-tcpip`` channel),
+  as on real managed clusters; the node's own host key is still verified against its pins.
+
+Errors are typed: ``transient`` ones (refused, reset, timeouts) may be retried with backoff by the
+caller; the others (changed host key, failed authentication) must end the run at once.
+"""
+
+from __future__ import annotations
+
+import io
+import select
+import shlex
+import socket
+import string
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import paramiko
+
+__all__ = [
+    "AuthFailed",
+    "Command",
+    "CommandResult",
+    "CommandTemplateError",
+    "ConnectionLost",
+    "Credentials",
+    "CredentialsInvalid",
+    "Endpoint",
+    "HandshakeFailed",
+    "HostKey",
+    "HostKeyChanged",
+    "HostKeyNotPinned",
+    "HostUnreachable",
+    "Limits",
+    "SshConnection",
+    "SshPool",
+    "Timeouts",
+    "TransportError",
+    "connect",
+    "host_key_fetch",
+]
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------------------------
+
+
+class TransportError(Exception):
+    """Base of every error this module raises. ``transient`` says whether a retry may help."""
+
+    transient: bool = False
+    code: str = "transport_error"
+
+
+class HostUnreachable(TransportError):
+    """TCP connect refused, timed out, or the jump host could not open a channel to the node."""
+
+    transient = True
+    code = "host_unreachable"
+
+
+class HandshakeFailed(TransportError):
+    """No SSH banner, key exchange failed or timed out: the host answered but not as an SSH server."""
+
+    transient = True
+    code = "handshake_failed"
+
+
+class ConnectionLost(TransportError):
+    """The connection dropped after it was set up (reset, keepalive failure, channel refused)."""
+
+    transient = True
+    code = "connection_lost"
+
+
+class HostKeyChanged(TransportError):
+    """The host offered a key that matches none of its pins. No credential was sent."""
+
+    code = "host_key_changed"
+
+    def __init__(self, *, endpoint: str, offered: HostKey, pinned: tuple[HostKey, ...]) -> None:
+        self.endpoint = endpoint
+        self.offered = offered
+        self.pinned = pinned
+        super().__init__(
+            f"host key changed for {endpoint}: offered {offered.key_type} {offered.fingerprint}, "
+            f"pinned {', '.join(p.fingerprint for p in pinned)}"
+        )
+
+
+class HostKeyNotPinned(TransportError):
+    """The endpoint has no pinned key yet: an analyst must record one first. No credential was sent."""
+
+    code = "host_key_not_pinned"
+
+    def __init__(self, *, endpoint: str, offered: HostKey) -> None:
+        self.endpoint = endpoint
+        self.offered = offered
+        super().__init__(f"no pinned host key for {endpoint} (it offered {offered.fingerprint})")
+
+
+class AuthFailed(TransportError):
+    """The server refused our credentials. Retrying would not help and may lock the account."""
+
+    code = "auth_failed"
+
+
+class CredentialsInvalid(TransportError):
+    """The stored private key cannot be read (unknown type or wrong passphrase)."""
+
+    code = "credentials_invalid"
+
+
+class CommandTemplateError(ValueError):
+    """A command template is malformed or its values do not match its placeholders."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Value types
+# ---------------------------------------------------------------------------------------------
+
+# For RSA the key type on the wire is "ssh-rsa" while the signature algorithms are these two.
+_HOST_KEY_ALGORITHMS = {
+    "ssh-rsa": ("rsa-sha2-512", "rsa-sha2-256"),
+}
+
+
+@dataclass(frozen=True)
+class HostKey:
+    """A pinned (or offered) host key: its type and OpenSSH-style SHA256 fingerprint."""
+
+    key_type: str
+    fingerprint: str
+
+    def __post_init__(self) -> None:
+        if not self.fingerprint.startswith("SHA256:"):
+            raise ValueError("fingerprint must be OpenSSH's SHA256:<base64> form")
+
+    @classmethod
+    def of(cls, key: paramiko.PKey) -> HostKey:
+        return cls(key_type=key.get_name(), fingerprint=key.fingerprint)
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """One tenant account. Secrets are excluded from ``repr`` so they never reach a log line."""
+
+    username: str
+    private_key: str | None = field(default=None, repr=False)
+    passphrase: str | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.username:
+            raise ValueError("username is required")
+        if not self.private_key and not self.password:
+            raise ValueError("either a private key or a password is required")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where to connect: host, port, the pinned host keys, and optionally a jump host."""
+
+    host: str
+    port: int = 22
+    host_keys: tuple[HostKey, ...] = ()
+    jump: Endpoint | None = None
+
+    def __post_init__(self) -> None:
+        if not self.host or any(c.isspace() for c in self.host):
+            raise ValueError(f"invalid host {self.host!r}")
+        if not 0 < self.port < 65536:
+            raise ValueError(f"invalid port {self.port}")
+
+    @property
+    def label(self) -> str:
+        hop = f" via {self.jump.label}" if self.jump else ""
+        return f"{self.host}:{self.port}{hop}"
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return (self.host, self.port, self.jump.key if self.jump else None)
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Deadlines for each phase of a connection, in seconds."""
+
+    connect_s: float = 10.0
+    banner_s: float = 10.0
+    handshake_s: float = 15.0
+    auth_s: float = 15.0
+    channel_open_s: float = 10.0
+    keepalive_s: int = 15
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps on what one command may bring back."""
+
+    max_output_bytes: int = 64 * 1024
+
+
+class Command:
+    """A shell command built from a FIXED template with every value ``shlex.quote``-d.
+
+    Templates are constants written in our code (``"nvidia-smi --query-gpu={fields} --format=csv"``);
+    values may come from anywhere, including a provider, because each one is quoted as a single
+    shell word. Placeholders are ``{name}``; literal braces are written ``{{`` and ``}}``. Positional
+    fields, format specs and conversions are refused so that a value can only ever be one word.
+    """
+
+    __slots__ = ("_rendered", "template", "values")
+
+    def __init__(self, template: str, /, **values: str | int | float) -> None:
+        names: set[str] = set()
+        try:
+            parsed = list(string.Formatter().parse(template))
+        except ValueError as exc:
+            raise CommandTemplateError(f"malformed template {template!r}: {exc}") from exc
+        for _literal, name, spec, conversion in parsed:
+            if name is None:
+                continue
+            if not name.isidentifier():
+                raise CommandTemplateError(f"placeholder {{{name}}} must be a plain name")
+            if spec or conversion:
+                raise CommandTemplateError(f"placeholder {{{name}}} may not carry a format or conversion")
+            names.add(name)
+        missing, extra = names - values.keys(), values.keys() - names
+        if missing or extra:
+            raise CommandTemplateError(
+                f"template {template!r}: missing values {sorted(missing)}, unused values {sorted(extra)}"
+            )
+        for key, value in values.items():
+            if isinstance(value, bool) or not isinstance(value, str | int | float):
+                raise CommandTemplateError(f"value {key!r} must be str, int or float")
+        self.template = template
+        self.values: Mapping[str, str | int | float] = dict(values)
+        self._rendered = template.format_map({k: shlex.quote(str(v)) for k, v in values.items()})
+
+    def render(self) -> str:
+        """The shell text to send: the template with each value quoted."""
+        return self._rendered
+
+    def __repr__(self) -> str:
+        return f"Command({self._rendered!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Command) and other._rendered == self._rendered
+
+    def __hash__(self) -> int:
+        return hash(self._rendered)
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What one command did. ``exit_code`` is None when it was killed at its deadline."""
+
+    command: str
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    duration_s: float
+    timed_out: bool = False
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    @property
+    def truncated(self) -> bool:
+        return self.stdout_truncated or self.stderr_truncated
+
+
+# ---------------------------------------------------------------------------------------------
+# Connections
+# ---------------------------------------------------------------------------------------------
+
+# The first line on stderr reports the remote process-group id, so that the client can kill the
+# whole group at the deadline. sshd puts each session in its own session (setsid), so the shell
+# that runs our text is a group leader and `exec` keeps its pid. Background children inherit it.
+_PGID_MARKER = b"OPGRADE-PGID="
+_WRAPPER = (
+    'echo "OPGRADE-PGID=$$" >&2; '
+    "if command -v timeout >/dev/null 2>&1; then exec timeout -s KILL {backstop} sh -c {script}; "
+    "else exec sh -c {script}; fi"
+)
+_KILL_GROUP = "kill -s KILL -- {neg_pgid} 2>/dev/null; true"
+_READ_CHUNK = 32 * 1024
+_POLL_S = 0.1
+
+
+class _CappedBuffer:
+    """Collects at most ``cap`` bytes; keeps draining (and discarding) the rest."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.data = bytearray()
+        self.truncated = False
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.cap - len(self.data)
+        if len(chunk) > room:
+            self.truncated = True
+            chunk = chunk[: max(room, 0)]
+        self.data.extend(chunk)
+
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+
+class _StderrBuffer(_CappedBuffer):
+    """Stderr with the leading PGID marker line parsed off before the cap applies."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(cap)
+        self._head = bytearray()
+        self.pgid: int | None = None
+        self._head_done = False
+
+    def feed(self, chunk: bytes) -> None:
+        if self._head_done:
+            super().feed(chunk)
+            return
+        self._head.extend(chunk)
+        if b"\n" not in self._head and len(self._head) < 64:
+            return
+        line, _, rest = bytes(self._head).partition(b"\n")
+        self._head_done = True
+        if line.startswith(_PGID_MARKER) and line[len(_PGID_MARKER) :].isdigit():
+            self.pgid = int(line[len(_PGID_MARKER) :])
+        else:  # not our marker: keep everything as ordinary stderr
+            rest = bytes(self._head)
+        super().feed(rest)
+
+    def flush(self) -> None:
+        if not self._head_done:
+            self._head_done = True
+            super().feed(bytes(self._head))
+
+
+class SshConnection:
+    """One authenticated SSH connection to one host. Thread-safe: each command is its own channel."""
+
+    def __init__(
+        self,
+        *,
+        transport: paramiko.Transport,
+        endpoint: Endpoint,
+        host_key: HostKey,
+        timeouts: Timeouts,
+        limits: Limits,
+        connect_s: float,
+    ) -> None:
+        self._transport = transport
+        self.endpoint = endpoint
+        self.host_key = host_key
+        self.timeouts = timeouts
+        self.limits = limits
+        self.connect_s = connect_s
+        self._sftp: paramiko.SFTPClient | None = None
+        self._sftp_lock = threading.Lock()
+
+    @property
+    def is_active(self) -> bool:
+        return self._transport.is_active()
+
+    def _open_session(self) -> paramiko.Channel:
+        try:
+            return self._transport.open_session(timeout=self.timeouts.channel_open_s)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise ConnectionLost(f"{self.endpoint.label}: could not open a channel: {exc}") from exc
+
+    def run(
+        self, command: Command, *, timeout_s: float, max_output_bytes: int | None = None
+    ) -> CommandResult:
+        """Run one command with a deadline; at the deadline kill its remote process group.
+
+        Returns a result in every case the command itself decides (any exit code, timeout,
+        truncation); raises :class:`ConnectionLost` only when the connection itself fails.
+        """
+        if not isinstance(command, Command):
+            raise TypeError("run() takes a Command built from a fixed template, not a string")
+        if timeout_s <= 0:
+            raise ValueError("timeout_s must be positive")
+        cap = max_output_bytes or self.limits.max_output_bytes
+        text = command.render()
+        backstop = f"{timeout_s:.3f}"
+        wrapped = Command(_WRAPPER, backstop=backstop, script=text).render()
+
+        channel = self._open_session()
+        out, err = _CappedBuffer(cap), _StderrBuffer(cap)
+        start = time.monotonic()
+        # The remote `timeout -s KILL` fires at the deadline (it starts a little after `start`, so
+        # never early). The client waits a small grace for that, then kills the group itself: the
+        # path taken where `timeout` is missing or the remote side is stuck.
+        hard_deadline = start + timeout_s + min(max(0.03 * timeout_s, 0.05), 1.0)
+        killed_by_client = False
+        try:
+            channel.exec_command(wrapped)
+            while True:
+                self._drain(channel, out, err)
+                if channel.exit_status_ready():
+                    self._drain(channel, out, err)
+                    break
+                if not self._transport.is_active():
+                    raise ConnectionLost(f"{self.endpoint.label}: connection dropped during a command")
+                remaining = hard_deadline - time.monotonic()
+                if remaining <= 0:
+                    killed_by_client = True
+                    break
+                select.select([channel], [], [], min(remaining, _POLL_S))
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            channel.close()
+            raise ConnectionLost(f"{self.endpoint.label}: {exc}") from exc
+        err.flush()
+        if killed_by_client:
+            self._kill_group(err.pgid)
+            exit_code: int | None = None
+        else:
+            status = channel.recv_exit_status()
+            exit_code = None if status == -1 else status  # -1: ended by a signal, no exit status
+        channel.close()
+        duration = time.monotonic() - start
+        # A KILL from the backstop ends the session with a signal (exit status -1 / 137).
+        timed_out = killed_by_client or (exit_code in (None, 137) and duration >= timeout_s)
+        if timed_out:
+            exit_code = None
+        return CommandResult(
+            command=text,
+            exit_code=exit_code,
+            stdout=out.text(),
+            stderr=err.text(),
+            duration_s=duration,
+            timed_out=timed_out,
+            stdout_truncated=out.truncated,
+            stderr_truncated=err.truncated,
+        )
+
+    @staticmethod
+    def _drain(channel: paramiko.Channel, out: _CappedBuffer, err: _StderrBuffer) -> None:
+        while channel.recv_ready():
+            out.feed(channel.recv(_READ_CHUNK))
+        while channel.recv_stderr_ready():
+            err.feed(channel.recv_stderr(_READ_CHUNK))
+
+    def _kill_group(self, pgid: int | None) -> None:
+        """Kill the remote process group over a second channel (the first is busy or stuck)."""
+        if pgid is None:  # marker never arrived; the remote backstop will still fire
+            return
+        try:
+            channel = self._open_session()
+            channel.exec_command(Command(_KILL_GROUP, neg_pgid=f"-{pgid}").render())
+            channel.settimeout(self.timeouts.channel_open_s)
+            channel.recv_exit_status()
+            channel.close()
+        except (TransportError, paramiko.SSHException, OSError, EOFError):
+            pass  # best effort; the backstop covers us
+
+    # -- files ----------------------------------------------------------------------------------
+
+    def _sftp_client(self) -> paramiko.SFTPClient:
+        with self._sftp_lock:
+            if self._sftp is None:
+                try:
+                    self._sftp = paramiko.SFTPClient.from_transport(self._transport)
+                except (paramiko.SSHException, OSError, EOFError) as exc:
+                    raise ConnectionLost(f"{self.endpoint.label}: SFTP unavailable: {exc}") from exc
+                if self._sftp is None:
+                    raise ConnectionLost(f"{self.endpoint.label}: SFTP unavailable")
+                self._sftp.get_channel().settimeout(self.timeouts.channel_open_s * 6)
+            return self._sftp
+
+    def put(self, data: bytes | Path, remote_path: str, *, mode: int | None = None) -> int:
+        """Upload bytes or a local file (a helper script, a wheel); returns the size written."""
+        sftp = self._sftp_client()
+        payload = data.read_bytes() if isinstance(data, Path) else data
+        try:
+            with sftp.open(remote_path, "wb") as fh:
+                fh.set_pipelined(True)
+                fh.write(payload)
+            if mode is not None:
+                sftp.chmod(remote_path, mode)
+        except (paramiko.SSHException, EOFError) as exc:
+            raise ConnectionLost(f"{self.endpoint.label}: upload failed: {exc}") from exc
+        return len(payload)
+
+    def get(self, remote_path: str, *, max_bytes: int | None = None) -> tuple[bytes, bool]:
+        """Download a file; returns (bytes, truncated). Reads at most ``max_bytes``."""
+        cap = max_bytes or self.limits.max_output_bytes
+        sftp = self._sftp_client()
+        try:
+            with sftp.open(remote_path, "rb") as fh:
+                fh.prefetch()
+                data = fh.read(cap + 1)
+        except (paramiko.SSHException, EOFError) as exc:
+            raise ConnectionLost(f"{self.endpoint.label}: download failed: {exc}") from exc
+        return data[:cap], len(data) > cap
+
+    # -- jump host ------------------------------------------------------------------------------
+
+    def open_tunnel(self, host: str, port: int, *, timeout_s: float) -> paramiko.Channel:
+        """A direct-tcpip channel from this host to host:port (this host acts as a jump host)."""
+        try:
+            return self._transport.open_channel(
+                "direct-tcpip", (host, port), ("127.0.0.1", 0), timeout=timeout_s
+            )
+        except paramiko.ChannelException as exc:
+            raise HostUnreachable(f"{host}:{port} via {self.endpoint.label}: {exc}") from exc
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise ConnectionLost(f"jump host {self.endpoint.label}: {exc}") from exc
+
+    def close(self) -> None:
+        with self._sftp_lock:
+            if self._sftp is not None:
+                self._sftp.close()
+                self._sftp = None
+        self._transport.close()
+
+
+def _open_socket(
+    endpoint: Endpoint, timeouts: Timeouts, via: SshConnection | None
+) -> socket.socket | paramiko.Channel:
+    if via is not None:
+        return via.open_tunnel(endpoint.host, endpoint.port, timeout_s=timeouts.connect_s)
+    try:
+        sock = socket.create_connection((endpoint.host, endpoint.port), timeout=timeouts.connect_s)
+    except OSError as exc:  # refused, timed out, no route, DNS failure
+        raise HostUnreachable(f"{endpoint.label}: {exc}") from exc
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def _handshake(
+    sock: socket.socket | paramiko.Channel,
+    endpoint: Endpoint,
+    timeouts: Timeouts,
+    key_types: tuple[str, ...],
+) -> tuple[paramiko.Transport, HostKey]:
+    """Banner + key exchange, within deadlines. Returns the transport and the key the host offered."""
+    transport = paramiko.Transport(sock)
+    transport.banner_timeout = timeouts.banner_s
+    transport.handshake_timeout = timeouts.handshake_s
+    transport.auth_timeout = timeouts.auth_s
+    if key_types:
+        algorithms: list[str] = []
+        for key_type in key_types:
+            algorithms.extend(_HOST_KEY_ALGORITHMS.get(key_type, (key_type,)))
+        try:
+            transport.get_security_options().key_types = tuple(algorithms)
+        except ValueError as exc:
+            transport.close()
+            raise HandshakeFailed(f"{endpoint.label}: unsupported pinned key type: {exc}") from exc
+    done = threading.Event()
+    try:
+        transport.start_client(event=done)
+        finished = done.wait(timeouts.banner_s + timeouts.handshake_s)
+    except (paramiko.SSHException, OSError, EOFError) as exc:
+        transport.close()
+        raise HandshakeFailed(f"{endpoint.label}: {exc}") from exc
+    if not finished or not transport.is_active():
+        error = transport.get_exception()
+        transport.close()
+        reason = error or "timed out waiting for banner or key exchange"
+        raise HandshakeFailed(f"{endpoint.label}: {reason}")
+    return transport, HostKey.of(transport.get_remote_server_key())
+
+
+def _load_private_key(credentials: Credentials) -> paramiko.PKey:
+    assert credentials.private_key is not None
+    for key_class in (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey):
+        try:
+            return key_class.from_private_key(
+                io.StringIO(credentials.private_key), password=credentials.passphrase
+            )
+        except (paramiko.SSHException, ValueError, TypeError):
+            continue
+    raise CredentialsInvalid("the private key could not be read (unsupported type or wrong passphrase)")
+
+
+def connect(
+    endpoint: Endpoint,
+    credentials: Credentials,
+    *,
+    timeouts: Timeouts | None = None,
+    limits: Limits | None = None,
+    via: SshConnection | None = None,
+) -> SshConnection:
+    """Open, verify and authenticate one SSH connection (through ``via`` when given).
+
+    Order matters: the host key is checked against ``endpoint.host_keys`` before the first
+    authentication message, so a wrong host never sees a key signature or password.
+    """
+    timeouts = timeouts or Timeouts()
+    limits = limits or Limits()
+    started = time.monotonic()
+    pkey = _load_private_key(credentials) if credentials.private_key else None
+    sock = _open_socket(endpoint, timeouts, via)
+    transport, offered = _handshake(
+        sock, endpoint, timeouts, tuple(dict.fromkeys(k.key_type for k in endpoint.host_keys))
+    )
+    if not endpoint.host_keys:
+        transport.close()
+        raise HostKeyNotPinned(endpoint=endpoint.label, offered=offered)
+    if offered not in endpoint.host_keys:
+        transport.close()
+        raise HostKeyChanged(endpoint=endpoint.label, offered=offered, pinned=endpoint.host_keys)
+    try:
+        if pkey is not None:
+            transport.auth_publickey(credentials.username, pkey)
+        else:
+            transport.auth_password(credentials.username, credentials.password, fallback=False)
+    except paramiko.AuthenticationException as exc:
+        transport.close()
+        if "timeout" in str(exc).lower():
+            raise HandshakeFailed(f"{endpoint.label}: authentication timed out") from exc
+        raise AuthFailed(f"{endpoint.label}: authentication refused for {credentials.username!r}") from exc
+    except (paramiko.SSHException, OSError, EOFError) as exc:
+        transport.close()
+        raise ConnectionLost(f"{endpoint.label}: during authentication: {exc}") from exc
+    if not transport.is_authenticated():
+        transport.close()
+        raise AuthFailed(f"{endpoint.label}: authentication incomplete for {credentials.username!r}")
+    transport.set_keepalive(timeouts.keepalive_s)
+    return SshConnection(
+        transport=transport,
+        endpoint=endpoint,
+        host_key=offered,
+        timeouts=timeouts,
+        limits=limits,
+        connect_s=time.monotonic() - started,
+    )
+
+
+def host_key_fetch(
+    *,
+    host: str,
+    port: int = 22,
+    key_type: str | None = None,
+    via: SshConnection | None = None,
+    timeouts: Timeouts | None = None,
+) -> HostKey:
+    """Read the host key a server offers, for an analyst to inspect and pin. Sends no credential.
+
+    This is the ONLY way a first fingerprint enters the system, and it is meant to be called from
+    an explicit analyst action that shows the result before it is stored.
+    """
+    timeouts = timeouts or Timeouts()
+    endpoint = Endpoint(host=host, port=port)
+    sock = _open_socket(endpoint, timeouts, via)
+    transport, offered = _handshake(sock, endpoint, timeouts, (key_type,) if key_type else ())
+    transport.close()
+    return offered
+
+
+class SshPool:
+    """The connections of one probe run for one tenant account: one per host, reused, closed at the end.
+
+    Jump hosts are connected once and shared by every node behind them. Safe to use from the
+    threads of a bounded fan-out; two threads asking for the same host wait for one connection.
+    """
+
+    def __init__(
+        self,
+        *,
+        credentials: Credentials,
+        timeouts: Timeouts | None = None,
+        limits: Limits | None = None,
+    ) -> None:
+        self.credentials = credentials
+        self.timeouts = timeouts or Timeouts()
+        self.limits = limits or Limits()
+        self._connections: dict[tuple[object, ...], SshConnection] = {}
+        self._locks: dict[tuple[object, ...], threading.Lock] = {}
+        self._guard = threading.Lock()
+        self.connects = 0  # how many handshakes this pool paid for (reuse shows as a low number)
+
+    def connection(self, endpoint: Endpoint) -> SshConnection:
+        with self._guard:
+            lock = self._locks.setdefault(endpoint.key, threading.Lock())
+        with lock:
+            existing = self._connections.get(endpoint.key)
+            if existing is not None and existing.is_active:
+                return existing
+            via = self.connection(endpoint.jump) if endpoint.jump else None
+            conn = connect(endpoint, self.credentials, timeouts=self.timeouts, limits=self.limits, via=via)
+            with self._guard:
+                self._connections[endpoint.key] = conn
+                self.connects += 1
+            return conn
+
+    def close(self) -> None:
+        with self._guard:
+            # Nodes behind a jump host first, then the jump hosts themselves.
+            ordered = sorted(self._connections.values(), key=lambda c: c.endpoint.jump is None)
+            self._connections.clear()
+        for conn in ordered:
+            conn.close()
+
+    def __enter__(self) -> SshPool:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
