@@ -24,6 +24,7 @@ FOREIGN_AUDITED: tuple[tuple[str, str], ...] = (
     ("ratings", "Provider"),
     ("ratings", "Cluster"),
     ("ratings", "Cycle"),
+    ("reports", "Report"),
 )
 
 # Field names whose values never go into the audit log (credentials, keys, hashes).

@@ -158,6 +158,22 @@ def assignment_create(
     *, cycle: Cycle, provider: Provider, criterion: Criterion, reviewer: Any, slot: str, by: Any
 ) -> ReviewAssignment:
     """Assign one reviewer to one slot of a cycle x provider x criterion; refuses conflicts."""
+    assignment_validate(cycle=cycle, provider=provider, criterion=criterion, reviewer=reviewer, slot=slot, by=by)
+    assignment = ReviewAssignment(
+        cycle=cycle, provider=provider, criterion=criterion, reviewer=reviewer, slot=slot, assigned_by=by
+    )
+    try:
+        with transaction.atomic():
+            _as(assignment, by).save()
+    except IntegrityError as exc:  # a concurrent assignment won the slot
+        raise ReviewsError("this slot was assigned concurrently; reload and try again") from exc
+    return assignment
+
+
+def assignment_validate(
+    *, cycle: Cycle, provider: Provider, criterion: Criterion, reviewer: Any, slot: str, by: Any
+) -> None:
+    """Every check of `assignment_create`, without writing (forms call it to show errors)."""
     _require_role(by, {Role.ANALYST, Role.ADMIN}, "assign reviews")
     if Role.REVIEWER not in user_roles(reviewer):
         raise ReviewsError(f"{reviewer.get_username()} is not a reviewer")
@@ -170,15 +186,6 @@ def assignment_create(
         raise ReviewsError(f"the {slot} slot of this criterion is already assigned")
     if unit.filter(reviewer=reviewer).exists():
         raise ReviewsError(f"{reviewer.get_username()} already reviews this criterion for this provider")
-    assignment = ReviewAssignment(
-        cycle=cycle, provider=provider, criterion=criterion, reviewer=reviewer, slot=slot, assigned_by=by
-    )
-    try:
-        with transaction.atomic():
-            _as(assignment, by).save()
-    except IntegrityError as exc:  # a concurrent assignment won the slot
-        raise ReviewsError("this slot was assigned concurrently; reload and try again") from exc
-    return assignment
 
 
 def citations_clean(citations: Any) -> list[dict[str, str]]:

@@ -1,0 +1,48 @@
+"""`manage.py feedback_import CYCLE FILE [--dry-run]`: import a customer-survey CSV export.
+
+Every row is validated first; bad rows are listed with their line numbers and the
+command exits non-zero without writing anything. Columns: see reviews.feedback_csv.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ratings.models import Cycle
+from reviews.feedback_csv import COLUMNS
+from reviews.services import feedback_import
+
+
+class Command(BaseCommand):
+    help = f"Import customer feedback from a CSV with columns: {', '.join(COLUMNS)}."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("cycle", help="Cycle slug.")
+        parser.add_argument("file", type=Path, help="UTF-8 CSV file.")
+        parser.add_argument("--dry-run", action="store_true", help="Validate and report; write nothing.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        cycle = Cycle.objects.filter(slug=options["cycle"]).select_related("rubric_version").first()
+        if cycle is None:
+            raise CommandError(f"no cycle with slug {options['cycle']!r}")
+        path: Path = options["file"]
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError as exc:
+            raise CommandError(f"{path}: no such file") from exc
+        except UnicodeDecodeError as exc:
+            raise CommandError(f"{path}: not UTF-8 text") from exc
+        report = feedback_import(cycle=cycle, text=text, filename=path.name, by=None, dry_run=options["dry_run"])
+        for error in report.parsed.errors:
+            self.stderr.write(f"{path.name}: {error}")
+        if not report.ok:
+            raise CommandError(
+                f"{len(report.parsed.errors)} problem(s) found; nothing was written"
+            )
+        if report.dry_run:
+            self.stdout.write(f"dry run: {len(report.parsed.rows)} rows valid; nothing written")
+        else:
+            self.stdout.write(f"imported {report.written} rows (import #{report.batch_id})")
