@@ -18,4 +18,5 @@ urlpatterns = [
     path("api/", include("config.api")),
     path("api-auth/", include("rest_framework.urls")),
     path("healthz", healthz, name="healthz"),
+    path("portal/", include("reviews.portal_urls")),
 ]
