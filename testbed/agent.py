@@ -756,7 +756,7 @@ class ApiHandler(_Json):
             return self.reply(404, {"error": "no such endpoint"})
         except TestbedError as exc:
             return self.reply(400, {"error": str(exc)})
-        except Exception as exc:  # noqa: BLE001 - answer, and keep the trace in agent.log
+        except Exception as exc:  # answer, and keep the trace in agent.log
             traceback.print_exc()
             return self.reply(500, {"error": f"internal error: {type(exc).__name__}"})
 

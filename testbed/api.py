@@ -78,6 +78,7 @@ class TestbedInfo:
     logs_url: str
     syslog_addr: str
     slurm_conf: str
+    jobcomp_log: str
     log_dir: str
     bmc_port: int
     tenants: list[Tenant]
@@ -253,9 +254,9 @@ def _prepare(lay: Layout, knobs: dict[str, Any]) -> None:
     )
     (root / "ssh" / "sshd_config").write_text(configs.sshd_config(lay, [t["user"] for t in tenants]))
     lay.slurm_conf.write_text(configs.slurm_conf(lay, knobs))
-    jobcomp = root / "slurm" / "jobcomp.txt"
-    jobcomp.touch()
-    os.chmod(jobcomp, 0o600 if knobs["slurm"]["private_data"] else 0o644)
+    # slurmctld makes the job completion log 0644 itself: its directory decides who reads it
+    (root / "slurm" / "jobcomp").mkdir()
+    os.chmod(root / "slurm" / "jobcomp", 0o700 if knobs["slurm"]["private_data"] else 0o755)
     hc = root / "bin" / "healthcheck.sh"
     hc.write_text(configs.healthcheck_script(lay))
     os.chmod(hc, 0o755)  # noqa: S103 - slurmd executes it
@@ -454,6 +455,7 @@ def info(name: str) -> TestbedInfo:
         logs_url=f"{base}/logs",
         syslog_addr=f"{lay.ctl_addr}:514",
         slurm_conf=str(lay.slurm_conf),
+        jobcomp_log=str(lay.root / "slurm" / "jobcomp" / "jobcomp.txt"),
         log_dir=str(lay.logs / "tenants"),
         bmc_port=int(knobs["bmc"]["port"]),
         tenants=tenants,

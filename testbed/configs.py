@@ -65,7 +65,7 @@ def slurm_conf(lay: Layout, knobs: dict[str, Any]) -> str:
         "MpiDefault=none",
         "AccountingStorageType=accounting_storage/none",
         "JobCompType=jobcomp/filetxt",
-        f"JobCompLoc={root}/slurm/jobcomp.txt",
+        f"JobCompLoc={root}/slurm/jobcomp/jobcomp.txt",
         "JobAcctGatherType=jobacct_gather/none",
     ]
     if s["private_data"]:

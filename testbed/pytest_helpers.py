@@ -1,0 +1,141 @@
+"""pytest support for tests that need a running testbed.
+
+Use it from any test package's ``conftest.py``::
+
+    pytest_plugins = ["testbed.pytest_helpers"]
+
+which gives two session-scoped fixtures, ``testbed_exemplary`` and ``testbed_leaky``
+(testbeds ``ptex`` and ``ptlk``, two compute nodes each), returning
+:class:`testbed.api.TestbedInfo`. Each is brought up once per session, on first use, and
+removed at the end (set ``OPGRADE_TESTBED_KEEP=1`` to keep them). Treat them as shared
+and read-only: submit jobs, query metrics, but do not inject faults or release nodes;
+bring up your own with :func:`running_testbed` for that.
+
+Tests that use them are skipped, with the reason, when not run as root or when a package
+is missing, unless ``OPGRADE_TESTBED_REQUIRED=1`` (CI), which makes that a failure.
+
+The helpers ``ssh_run`` and ``http_request`` reach the testbed from the host the way
+Opgrade does: OpenSSH with the tenant's key and the pinned login host key, and HTTP with
+the tenant's nginx credentials.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from testbed import api, runtime
+from testbed.errors import TestbedError
+
+SHARED = {"exemplary": "ptex", "leaky": "ptlk"}
+
+
+def missing_testbed_requirements() -> str | None:
+    """Why the testbed cannot run here, or None."""
+    try:
+        runtime.preflight()
+    except TestbedError as exc:
+        return str(exc)
+    return None
+
+
+def require_testbed() -> None:
+    """Skip the calling test (or fail, with OPGRADE_TESTBED_REQUIRED=1) when the testbed cannot run."""
+    why = missing_testbed_requirements()
+    if why:
+        if os.environ.get("OPGRADE_TESTBED_REQUIRED") == "1":
+            pytest.fail(f"testbed required but unavailable: {why}")
+        pytest.skip(f"testbed unavailable: {why}")
+
+
+@contextmanager
+def running_testbed(
+    profile: str, *, name: str, nodes: int = 2, overrides: dict[str, Any] | None = None
+) -> Iterator[api.TestbedInfo]:
+    """Bring a testbed up for the block and always remove it afterwards."""
+    require_testbed()
+    try:
+        yield api.up(profile, name=name, nodes=nodes, overrides=overrides)
+    finally:
+        if os.environ.get("OPGRADE_TESTBED_KEEP") != "1":
+            api.down(name)
+
+
+@pytest.fixture(scope="session")
+def testbed_exemplary() -> Iterator[api.TestbedInfo]:
+    with running_testbed("exemplary", name=SHARED["exemplary"]) as info:
+        yield info
+
+
+@pytest.fixture(scope="session")
+def testbed_leaky() -> Iterator[api.TestbedInfo]:
+    with running_testbed("leaky", name=SHARED["leaky"]) as info:
+        yield info
+
+
+def ssh_run(
+    info: api.TestbedInfo, tenant_id: str, command: str, *, host: str | None = None, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` over SSH as tenant ``tenant_id`` on the login node (or ``host``)."""
+    tenant = info.tenant(tenant_id)
+    target = host or info.login_addr
+    key = info.login_host_key if target == info.login_addr else _node_host_key(info, target)
+    with tempfile.NamedTemporaryFile("w", suffix=".known_hosts", delete=False) as kh:
+        kh.write(f"{target} {key}\n")
+    try:
+        return subprocess.run(
+            [
+                "ssh", "-i", tenant.private_key, "-o", "BatchMode=yes", "-o", "ConnectTimeout=5",
+                "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={kh.name}",
+                "-o", "LogLevel=ERROR", f"{tenant.user}@{target}", command,
+            ],
+            capture_output=True, text=True, timeout=timeout,
+        )  # fmt: skip
+    finally:
+        os.unlink(kh.name)
+
+
+def _node_host_key(info: api.TestbedInfo, address: str) -> str:
+    for node in info.nodes.values():
+        if node["address"] == address:
+            return str(node["host_key"])
+    raise TestbedError(f"no node at {address}")
+
+
+def http_request(
+    url: str,
+    *,
+    auth: tuple[str, str] | None = None,
+    method: str = "GET",
+    data: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 10,
+) -> tuple[int, str]:
+    """One HTTP request; returns (status, body text) for every status, errors included."""
+    hdrs = dict(headers or {})
+    if auth:
+        hdrs["Authorization"] = "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+    req = urllib.request.Request(url, method=method, data=data, headers=hdrs)  # noqa: S310 - test URLs
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310
+            return resp.status, resp.read().decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+
+
+def http_json(url: str, **kwargs: Any) -> tuple[int, Any]:
+    code, body = http_request(url, **kwargs)
+    try:
+        return code, json.loads(body)
+    except json.JSONDecodeError:
+        return code, body

@@ -1,0 +1,108 @@
+"""Profiles and the CLI's refusals: pure checks that need neither root nor the packages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from testbed import cli, configs, runtime
+from testbed.errors import TestbedError
+from testbed.layout import Layout, name_validate
+from testbed.profiles import parse_set, profile_names, profile_resolve
+
+
+def test_the_bundled_profiles_include_exemplary_leaky_and_flaky() -> None:
+    assert {"exemplary", "leaky", "flaky"} <= set(profile_names())
+
+
+def test_leaky_differs_from_exemplary_on_the_isolation_knobs() -> None:
+    ex = profile_resolve(profile="exemplary")
+    lk = profile_resolve(profile="leaky")
+    assert ex["slurm"]["private_data"] and not lk["slurm"]["private_data"]
+    assert ex["metrics"]["isolation"] and not lk["metrics"]["isolation"]
+    assert ex["logs"]["isolation"] and not lk["logs"]["isolation"]
+    assert ex["homes"]["mode"] == "0700" and lk["homes"]["mode"] == "0755"
+    assert ex["remediation"]["policy"] == "replace" and lk["remediation"]["policy"] == "never"
+    assert lk["provisioning"]["delay_s"] > ex["provisioning"]["delay_s"]
+
+
+def test_flaky_drops_nodes_and_detects_slowly() -> None:
+    ex = profile_resolve(profile="exemplary")
+    fl = profile_resolve(profile="flaky")
+    assert fl["faults"]["drop_rate_per_hour"] > 0 == ex["faults"]["drop_rate_per_hour"]
+    assert fl["slurm"]["slurmd_timeout_s"] > ex["slurm"]["slurmd_timeout_s"]
+    assert fl["metrics"] == ex["metrics"]  # only reliability differs
+
+
+def test_a_set_override_flips_exactly_one_knob() -> None:
+    ex = profile_resolve(profile="exemplary")
+    flipped = profile_resolve(profile="exemplary", overrides=parse_set(["slurm.private_data=false"]))
+    assert flipped["slurm"]["private_data"] is False
+    flipped["slurm"]["private_data"] = True
+    assert flipped == ex
+
+
+def test_a_profile_file_can_extend_exemplary(tmp_path: Path) -> None:
+    path = tmp_path / "shared-homes.yaml"
+    path.write_text("extends: exemplary\nhomes:\n  mode: '0755'\n")
+    knobs = profile_resolve(profile=str(path))
+    assert knobs["homes"]["mode"] == "0755" and knobs["slurm"]["private_data"] is True
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("slurm.no_such_knob=1", "unknown knob"),
+        ("slurm.private_data=maybe", "expected true/false"),
+        ("remediation.policy=pray", "remediation.policy"),
+        ("homes.mode=rwx", "octal"),
+        ("nodes.count=0", "nodes"),
+    ],
+)
+def test_bad_overrides_are_refused_with_a_clear_message(override: str, message: str) -> None:
+    with pytest.raises(TestbedError, match=message):
+        profile_resolve(profile="exemplary", overrides=parse_set([override]))
+
+
+def test_an_unknown_profile_is_refused() -> None:
+    with pytest.raises(TestbedError, match="unknown profile"):
+        profile_resolve(profile="nope")
+
+
+@pytest.mark.parametrize("name", ["", "A", "1abc", "a-b", "abcdefghijk"])
+def test_bad_testbed_names_are_refused(name: str) -> None:
+    with pytest.raises(TestbedError, match="invalid testbed name"):
+        name_validate(name)
+
+
+def test_interface_names_fit_the_kernel_limit() -> None:
+    lay = Layout("abcdefghij", 250)
+    names = [lay.bridge, lay.veth_ctl, lay.veth_login, lay.veth_node(60)]
+    assert all(len(n) <= 15 for n in names)
+
+
+def test_the_generated_slurm_conf_follows_the_knobs() -> None:
+    lay = Layout("x", 7)
+    ex = configs.slurm_conf(lay, profile_resolve(profile="exemplary"))
+    lk = configs.slurm_conf(lay, profile_resolve(profile="leaky"))
+    assert "PrivateData=jobs,usage,users" in ex and "PrivateData" not in lk
+    assert "HealthCheckProgram=" in ex and "HealthCheckProgram" not in lk
+    assert "NodeName=node1 NodeAddr=10.200.7.11 " in ex
+
+
+def test_a_missing_package_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runtime.os, "geteuid", lambda: 0)
+    real = runtime.which
+    monkeypatch.setattr(runtime, "which", lambda exe: None if exe == "slurmctld" else real(exe) or "/bin/x")
+    with pytest.raises(TestbedError, match=r"missing packages: slurmctld .*install-testbed.sh"):
+        runtime.preflight()
+
+
+def test_the_cli_refuses_to_run_without_root(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(runtime.os, "geteuid", lambda: 1000)
+    assert cli.main(["up", "exemplary", "--name", "norootx"]) == 2
+    assert "must run as root" in capsys.readouterr().err
+    assert cli.main(["down", "norootx"]) == 2
