@@ -475,6 +475,8 @@ class Agent:
         elif kind == "unhealthy":
             (self.lay.faults / f"{name}.unhealthy").write_text("simulated GPU XID 79 (fell off the bus)\n")
         elif kind == "clear":
+            with self.lock:
+                node["reported_faulty"] = False
             runtime.link_set(veth, True)
             (self.lay.faults / f"{name}.unhealthy").unlink(missing_ok=True)
             for rec in procs.values():

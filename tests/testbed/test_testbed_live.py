@@ -342,6 +342,31 @@ def test_the_leaky_operator_never_replaces_a_dead_node(testbed_leaky: Info) -> N
         )
 
 
+def test_a_node_reported_faulty_is_replaced_by_the_exemplary_operator_only(
+    fault_bed: Info, testbed_leaky: Info
+) -> None:
+    ex = api.info(fault_bed.name)
+    victim = sorted(n for n, d in ex.nodes.items() if d["status"] == "ready")[0]
+    code, ticket = api.provider_call(
+        ex.name, "POST", f"/v1/nodes/{victim}/report-faulty", {"reason": "ECC errors"}
+    )
+    assert code == 202 and ticket["node"] == victim
+    wait_for(lambda: victim not in {n["name"] for n in api.provider_call(ex.name, "GET", "/v1/nodes")[1]["nodes"]},
+             timeout=15, what="the replacement")  # fmt: skip
+    lk = testbed_leaky
+    victim = sorted(lk.nodes)[0]
+    code, _ = api.provider_call(
+        lk.name, "POST", f"/v1/nodes/{victim}/report-faulty", {"reason": "ECC errors"}
+    )
+    assert code == 202
+    try:
+        time.sleep(lk.knobs["remediation"]["replace_after_s"] + 2)
+        assert _slurm_state(lk, victim) == "State=IDLE"  # not even drained
+        assert victim in {n["name"] for n in api.provider_call(lk.name, "GET", "/v1/nodes")[1]["nodes"]}
+    finally:
+        api.inject_fault(lk.name, victim, "clear")
+
+
 def test_a_hung_node_stops_answering_ssh(fault_bed: Info) -> None:
     info = api.info(fault_bed.name)
     victim, node = sorted(info.nodes.items())[0]
