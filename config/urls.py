@@ -18,5 +18,6 @@ urlpatterns = [
     path("api/", include("config.api")),
     path("api-auth/", include("rest_framework.urls")),
     path("healthz", healthz, name="healthz"),
+    path("", include("reports.urls")),  # public report pages, exports, /llms.txt, /api/public/
     path("portal/", include("reviews.portal_urls")),
 ]

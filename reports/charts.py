@@ -1,0 +1,91 @@
+"""Server-side SVG charts for reports: tier history across cycles and an area breakdown.
+
+Pure functions from document fragments to SVG text: no models, no clock, no JavaScript,
+no external fonts. Every chart carries a <title> and <desc> (role="img") so screen readers
+get the same facts as the picture, and every label is XML-escaped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+from xml.sax.saxutils import escape
+
+from reports.context import NOT_RATED, TIER_LABELS, TIERS
+
+SVG_NS = "http://www.w3.org/2000/svg"
+FONT = "DejaVu Sans, Verdana, sans-serif"
+TIER_COLOURS = {
+    "platinum": "#4b5563", "gold": "#b7791f", "silver": "#6b7280", "bronze": "#9c4221",
+    "underperforming": "#b91c1c", NOT_RATED: "#9ca3af",
+}
+BAR = "#2563eb"
+GRID = "#d1d5db"
+INK = "#111827"
+
+
+def _open(width: int, height: int, title: str, desc: str, ident: str) -> list[str]:
+    return [
+        f'<svg xmlns="{SVG_NS}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'role="img" aria-labelledby="{ident}-title {ident}-desc" font-family="{FONT}" font-size="12">',
+        f'<title id="{ident}-title">{escape(title)}</title>',
+        f'<desc id="{ident}-desc">{escape(desc)}</desc>',
+        f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+    ]
+
+
+def area_breakdown_svg(provider_name: str, areas: Sequence[Mapping[str, Any]]) -> str:
+    """Horizontal bars, one per area, score 0..1 (unmeasured areas drawn as a hatched gap)."""
+    label_w, bar_w, row_h, top = 190, 320, 28, 34
+    width, height = label_w + bar_w + 70, top + row_h * max(len(areas), 1) + 28
+    desc = "; ".join(
+        f"{a['title']}: {'unmeasured' if a.get('score') is None else f'{a['score']:.2f}'}" for a in areas
+    )
+    out = _open(width, height, f"Area scores for {provider_name}", desc or "No areas.", "areas")
+    out.append(f'<text x="8" y="20" fill="{INK}" font-weight="bold">Area scores (0 to 1)</text>')
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        x = label_w + tick * bar_w
+        out.append(f'<line x1="{x:.1f}" y1="{top - 6}" x2="{x:.1f}" y2="{height - 22}" stroke="{GRID}"/>')
+        out.append(f'<text x="{x:.1f}" y="{height - 8}" text-anchor="middle" fill="{INK}">{tick:g}</text>')
+    for index, area in enumerate(areas):
+        y = top + index * row_h
+        out.append(f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end" fill="{INK}">{escape(str(area["title"]))}</text>')
+        score = area.get("score")
+        if score is None:
+            out.append(f'<text x="{label_w + 6}" y="{y + 15}" fill="#6b7280" font-style="italic">unmeasured</text>')
+            continue
+        w = max(0.0, min(1.0, float(score))) * bar_w
+        out.append(f'<rect x="{label_w}" y="{y + 4}" width="{w:.1f}" height="{row_h - 10}" fill="{BAR}" rx="2"/>')
+        out.append(f'<text x="{label_w + w + 6:.1f}" y="{y + 15}" fill="{INK}">{float(score):.2f}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def tier_history_svg(provider_name: str, history: Sequence[Mapping[str, Any]]) -> str:
+    """One point per published cycle on a tier ladder (best at the top), joined by a line."""
+    levels = [key for key, _label in TIERS] + [NOT_RATED]
+    label_w, col_w, row_h, top = 130, 110, 26, 34
+    width = label_w + col_w * max(len(history), 1) + 30
+    height = top + row_h * len(levels) + 34
+    desc = "; ".join(f"{h.get('cycle_name') or h['cycle']}: {TIER_LABELS.get(h['tier'], h['tier'])}" for h in history)
+    out = _open(width, height, f"Tier history for {provider_name}", desc or "No published cycles.", "history")
+    out.append(f'<text x="8" y="20" fill="{INK}" font-weight="bold">Tier by published cycle</text>')
+    for row, level in enumerate(levels):
+        y = top + row * row_h + row_h / 2
+        out.append(f'<line x1="{label_w}" y1="{y:.1f}" x2="{width - 10}" y2="{y:.1f}" stroke="{GRID}"/>')
+        out.append(f'<text x="{label_w - 8}" y="{y + 4:.1f}" text-anchor="end" fill="{INK}">{escape(TIER_LABELS[level])}</text>')
+    points = []
+    for col, point in enumerate(history):
+        x = label_w + col_w * col + col_w / 2
+        level = point["tier"] if point["tier"] in levels else NOT_RATED
+        y = top + levels.index(level) * row_h + row_h / 2
+        points.append((x, y, level))
+        label = escape(str(point.get("cycle_name") or point["cycle"]))
+        out.append(f'<text x="{x:.1f}" y="{height - 10}" text-anchor="middle" fill="{INK}">{label}</text>')
+    if len(points) > 1:
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in points)
+        out.append(f'<polyline points="{path}" fill="none" stroke="{INK}" stroke-width="2"/>')
+    for x, y, level in points:
+        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="7" fill="{TIER_COLOURS[level]}" stroke="{INK}"/>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

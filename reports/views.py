@@ -1,0 +1,278 @@
+"""Public report pages and exports. No login; only published, superseded or withdrawn
+reports are reachable (reports.selectors filters drafts out), and every page shows the
+content hash.
+
+Each view reads the report's cache key first (one small query: hash, status, links) and
+serves rendered bytes from ``reports.rendering.cache`` when it can, so a popular report
+costs one indexed lookup per request. Responses carry an ETag derived from the content
+hash and status, honour If-None-Match (304), and are Cache-Control: public.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified, HttpResponseRedirect
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils.cache import patch_cache_control
+from django.views.decorators.http import require_safe
+
+from reports import charts, rendering, selectors
+from reports.context import group_by_tier
+from reports.models import Report
+
+MAX_AGE = int(getattr(settings, "OPGRADE_REPORT_MAX_AGE", 300))
+
+
+# --- plumbing ---------------------------------------------------------------------------------
+def _meta(pk: int) -> dict[str, Any]:
+    meta = selectors.report_public_meta(pk=pk)
+    if meta is None:
+        raise Http404("No published report with that number.")
+    return meta
+
+
+def etag_for(meta: dict[str, Any], kind: str = "") -> str:
+    """Strong ETag: the content hash plus the parts that can still change (status, correction)."""
+    tail = f"{meta['status']}-{meta.get('superseded_by__id') or 0}"
+    return f'"{meta["content_hash"]}-{tail}{("-" + kind) if kind else ""}"'
+
+
+def _matches(request: HttpRequest, etag: str) -> bool:
+    header = request.headers.get("If-None-Match", "")
+    return header.strip() == "*" or etag in [part.strip().removeprefix("W/") for part in header.split(",")]
+
+
+def cached_response(
+    request: HttpRequest, meta: dict[str, Any], kind: str, render: Callable[[], bytes], content_type: str,
+    *, filename: str | None = None,
+) -> HttpResponse:
+    etag = etag_for(meta, kind)
+    if _matches(request, etag):
+        response: HttpResponse = HttpResponseNotModified()
+    else:
+        key = (kind, meta["id"], meta["content_hash"], meta["status"], meta.get("superseded_by__id"))
+        response = HttpResponse(rendering.cache.get_or_render(key, render), content_type=content_type)
+        if filename:
+            response["Content-Disposition"] = f'inline; filename="{filename}"'
+    response["ETag"] = etag
+    response["X-Content-Hash"] = meta["content_hash"]
+    patch_cache_control(response, public=True, max_age=MAX_AGE)
+    return response
+
+
+def _report(meta: dict[str, Any]) -> Report:
+    return selectors.report_public_get(pk=meta["id"])
+
+
+def _provider(report: Report, slug: str) -> dict[str, Any]:
+    for provider in report.content["providers"]:
+        if provider["slug"] == slug:
+            return provider
+    raise Http404("That provider is not in this report.")
+
+
+def _base_context(report: Report) -> dict[str, Any]:
+    superseded_by = getattr(report, "superseded_by", None) if report.status == Report.Status.SUPERSEDED else None
+    return {
+        "report": report,
+        "doc": report.content,
+        "superseded_by": superseded_by,
+        "methodology_url": reverse("reports:methodology", args=[
+            report.content["rubric"]["name"], report.content["rubric"]["version"],
+        ]),
+    }
+
+
+# --- pages ------------------------------------------------------------------------------------
+@require_safe
+def home(request: HttpRequest) -> HttpResponse:
+    """The latest published report, or the list of public reports when none is live."""
+    latest = selectors.report_latest_published()
+    if latest is not None:
+        return HttpResponseRedirect(reverse("reports:overview", args=[latest.pk]))
+    return report_index(request)
+
+
+@require_safe
+def report_index(request: HttpRequest) -> HttpResponse:
+    reports = list(selectors.report_public_list())
+    response = HttpResponse(render_to_string("reports/index.html", {"reports": reports}))
+    patch_cache_control(response, public=True, max_age=60)
+    return response
+
+
+@require_safe
+def overview(request: HttpRequest, pk: int) -> HttpResponse:
+    meta = _meta(pk)
+
+    def render() -> bytes:
+        report = _report(meta)
+        context = {**_base_context(report), "groups": group_by_tier(report.content["providers"])}
+        return render_to_string("reports/overview.html", context).encode()
+
+    return cached_response(request, meta, "overview", render, "text/html; charset=utf-8")
+
+
+@require_safe
+def provider_page(request: HttpRequest, pk: int, slug: str) -> HttpResponse:
+    meta = _meta(pk)
+
+    def render() -> bytes:
+        report = _report(meta)
+        provider = _provider(report, slug)
+        overrides = [o for o in report.content["overrides"] if o["provider"] == slug]
+        context = {**_base_context(report), "p": provider, "overrides": overrides}
+        return render_to_string("reports/provider.html", context).encode()
+
+    return cached_response(request, meta, f"provider:{slug}", render, "text/html; charset=utf-8")
+
+
+@require_safe
+def provider_text(request: HttpRequest, pk: int, slug: str) -> HttpResponse:
+    meta = _meta(pk)
+
+    def render() -> bytes:
+        report = _report(meta)
+        extra = {
+            "status": report.status, "content_hash": report.content_hash,
+            "withdrawal_notice": report.withdrawal_notice,
+            "superseded_by_url": reverse("reports:overview", args=[meta["superseded_by__id"]])
+            if meta.get("superseded_by__id") else "",
+        }
+        return rendering.provider_text(report.content, _provider(report, slug), meta=extra).encode()
+
+    return cached_response(request, meta, f"text:{slug}", render, "text/plain; charset=utf-8")
+
+
+@require_safe
+def methodology(request: HttpRequest, name: str, version: str) -> HttpResponse:
+    report = selectors.report_for_rubric_version(name=name, version=version)
+    if report is None:
+        raise Http404("No public report uses that rubric version.")
+    versions = selectors.report_rubric_versions()
+    position = versions.index((name, version))
+    previous = versions[position - 1] if position > 0 else None
+    previous_report = selectors.report_for_rubric_version(name=previous[0], version=previous[1]) if previous else None
+    meta = {"id": report.pk, "content_hash": report.content_hash, "status": report.status,
+            "superseded_by__id": getattr(getattr(report, "superseded_by", None), "pk", None)}
+    kind = f"methodology:{name}:{version}:{previous_report.content_hash if previous_report else ''}"
+
+    def render() -> bytes:
+        diff = rendering.methodology_diff(
+            previous_report.content["methodology"] if previous_report else None, report.content["methodology"]
+        )
+        context = {
+            **_base_context(report), "previous": previous, "diff": diff,
+            "rubric_diff_text": _rubric_diff_text(previous, (name, version)),
+            "versions": versions,
+        }
+        return render_to_string("reports/methodology.html", context).encode()
+
+    return cached_response(request, meta, kind, render, "text/html; charset=utf-8")
+
+
+def _rubric_diff_text(previous: tuple[str, str] | None, current: tuple[str, str]) -> str:
+    """The rubric app's own diff of two frozen versions, when both rows and the selector exist."""
+    if previous is None:
+        return ""
+    try:
+        from rubric.models import RubricVersion
+        from rubric.selectors import rubric_version_diff
+    except ImportError:  # the rubric diff selector is optional; the document diff always shows
+        return ""
+    rows = {(v.name, v.version): v for v in RubricVersion.objects.filter(
+        name__in=[previous[0], current[0]], version__in=[previous[1], current[1]], status="frozen")}
+    if previous not in rows or current not in rows:
+        return ""
+    return rubric_version_diff(a=rows[previous], b=rows[current]).as_text()
+
+
+# --- exports ----------------------------------------------------------------------------------
+@require_safe
+def export_json(request: HttpRequest, pk: int) -> HttpResponse:
+    from reports.api.views import public_report_bytes
+
+    meta = _meta(pk)
+    return cached_response(request, meta, "json", lambda: public_report_bytes(meta["id"]), "application/json")
+
+
+@require_safe
+def export_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
+    meta = _meta(pk)
+    builders = {"providers": rendering.providers_csv, "criteria": rendering.criteria_csv}
+    if table not in builders:
+        raise Http404("Unknown CSV table.")
+
+    def render() -> bytes:
+        report = _report(meta)
+        return builders[table](report.content, content_hash=report.content_hash)
+
+    name = f"opgrade-report-{pk}-{table}-{meta['content_hash'][:12]}.csv"
+    return cached_response(request, meta, f"csv:{table}", render, "text/csv; charset=utf-8", filename=name)
+
+
+@require_safe
+def export_pdf(request: HttpRequest, pk: int) -> HttpResponse:
+    meta = _meta(pk)
+
+    def render() -> bytes:
+        report = _report(meta)
+        context = {
+            **_base_context(report), "groups": group_by_tier(report.content["providers"]),
+            "css": _inline_css(),
+            "area_charts": {p["slug"]: charts.area_breakdown_svg(p["name"], p["areas"])
+                            for p in report.content["providers"]},
+        }
+        return rendering.html_to_pdf(render_to_string("reports/print.html", context))
+
+    name = f"opgrade-report-{pk}-{meta['content_hash'][:12]}.pdf"
+    return cached_response(request, meta, "pdf", render, "application/pdf", filename=name)
+
+
+def _inline_css() -> str:
+    from django.contrib.staticfiles import finders
+
+    path = finders.find("reports/report.css")
+    return Path(path).read_text(encoding="utf-8") if path else ""
+
+
+@require_safe
+def chart_svg(request: HttpRequest, pk: int, chart: str, slug: str) -> HttpResponse:
+    meta = _meta(pk)
+    if chart not in ("areas", "history"):
+        raise Http404("Unknown chart.")
+
+    def render() -> bytes:
+        provider = _provider(_report(meta), slug)
+        if chart == "areas":
+            return charts.area_breakdown_svg(provider["name"], provider["areas"]).encode()
+        return charts.tier_history_svg(provider["name"], provider["history"]).encode()
+
+    return cached_response(request, meta, f"svg:{chart}:{slug}", render, "image/svg+xml")
+
+
+@require_safe
+def llms_txt(request: HttpRequest) -> HttpResponse:
+    entries = []
+    for report in selectors.report_public_list().filter(status=Report.Status.PUBLISHED).defer(None)[:10]:
+        doc = report.content
+        entries.append({
+            "cycle_name": doc["cycle"]["name"], "status": report.status, "content_hash": report.content_hash,
+            "json_url": reverse("reports:api-report-detail", args=[report.pk]),
+            "methodology_url": reverse("reports:methodology", args=[doc["rubric"]["name"], doc["rubric"]["version"]]),
+            "rubric": f"{doc['rubric']['name']} {doc['rubric']['version']}",
+            "providers": [
+                {"name": p["name"], "tier_label": p["tier_label"],
+                 "url": reverse("reports:provider-text", args=[report.pk, p["slug"]])}
+                for p in doc["providers"]
+            ],
+        })
+    body = rendering.llms_index(entries, site=request.build_absolute_uri("/").rstrip("/"))
+    response = HttpResponse(body, content_type="text/plain; charset=utf-8")
+    patch_cache_control(response, public=True, max_age=60)
+    return response
