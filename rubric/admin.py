@@ -55,13 +55,23 @@ class FrozenReadOnlyMixin:
         return not self._frozen(obj) and super().has_delete_permission(request, obj)  # type: ignore[misc]
 
 
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        # Adding an area or criterion to a frozen version through its own add page: the
-        # model would refuse it too; this turns the refusal into a clear 403.
-        version_id = getattr(obj, "rubric_version_id", None)
-        if version_id and RubricVersion.objects.filter(pk=version_id, status="frozen").exists():
-            raise PermissionDenied(FROZEN_MESSAGE)
-        super().save_model(request, obj, form, change)  # type: ignore[misc]
+
+
+class FrozenChildAdminMixin(FrozenReadOnlyMixin):
+    """Area and criterion pages: adding one to a frozen version fails validation with the reason."""
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        base = super().get_form(request, obj, change=change, **kwargs)  # type: ignore[misc]
+
+        class GuardedForm(base):  # type: ignore[misc, valid-type]
+            def clean(self) -> dict[str, Any]:
+                data = super().clean()
+                version = data.get("rubric_version") or _version_of(self.instance)
+                if isinstance(version, RubricVersion) and version.is_frozen:
+                    raise forms.ValidationError(FROZEN_MESSAGE)
+                return data
+
+        return GuardedForm
 
 
 class FrozenInlineMixin(FrozenReadOnlyMixin):
@@ -241,13 +251,13 @@ class RubricVersionAdmin(FrozenReadOnlyMixin, admin.ModelAdmin):
             try:
                 frozen = rubric_version_freeze(rubric_version=version)
             except (RubricFormatError, FrozenRubricError) as exc:
-                self.message_user(request, f"{version.label} not frozen: {exc}", messages.ERROR)
+                self.message_user(request, f"Not frozen: {version.label}: {exc}", messages.ERROR)
             else:
                 self.message_user(request, f"Froze {frozen.label} (sha256 {frozen.fingerprint[:12]}…).")
 
 
 @admin.register(Area)
-class AreaAdmin(FrozenReadOnlyMixin, admin.ModelAdmin):
+class AreaAdmin(FrozenChildAdminMixin, admin.ModelAdmin):
     list_display = ["key", "title", "rubric_version", "weight", "position"]
     list_filter = ["rubric_version__status", "rubric_version", "key"]
     search_fields = ["key", "title", "rubric_version__version"]
@@ -255,7 +265,7 @@ class AreaAdmin(FrozenReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(Criterion)
-class CriterionAdmin(FrozenReadOnlyMixin, admin.ModelAdmin):
+class CriterionAdmin(FrozenChildAdminMixin, admin.ModelAdmin):
     list_display = ["key", "title", "area", "rubric_version", "weight", "probe_id", "probe_metric", "direction",
                     "scale", "is_gate", "gate_cap_tier"]
     list_filter = ["rubric_version__status", "rubric_version", "area__key", "is_gate", "direction", "scale"]
