@@ -90,7 +90,7 @@ def cycle(db):
 @pytest.fixture
 def publisher(db) -> User:
     user = User.objects.create_user("pat-publisher", password="not-used-1234567", is_staff=True)
-    user.groups.add(Group.objects.get(name=PUBLISHER_GROUP))
+    user.groups.add(Group.objects.get_or_create(name=PUBLISHER_GROUP)[0])
     return User.objects.get(pk=user.pk)  # fresh instance: permission caches start empty
 
 
