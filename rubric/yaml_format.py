@@ -140,6 +140,7 @@ class _Reader:
         self.lines: dict[Path, int] = {}
         self.problems: list[RubricProblem] = []
         self._constructor = SafeConstructor()
+        self._seen: set[int] = set()
 
     def problem(self, path: Path, message: str) -> None:
         line = None
@@ -151,6 +152,13 @@ class _Reader:
 
     def value(self, node: Node, path: Path) -> Any:
         self.lines[path] = node.start_mark.line + 1
+        if isinstance(node, MappingNode | SequenceNode):
+            # An alias makes the composer hand us the same node twice; refusing reuse keeps a
+            # small file from expanding into a huge one ("billion laughs").
+            if id(node) in self._seen:
+                self.problem(path, "anchors and aliases (&name / *name) are not allowed")
+                return None
+            self._seen.add(id(node))
         if isinstance(node, MappingNode):
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:

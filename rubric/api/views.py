@@ -44,10 +44,14 @@ class YamlParser(BaseParser):
     """The request body as text: a rubric YAML document (application/yaml, text/yaml, text/plain)."""
 
     media_type = "application/yaml"
+    max_bytes = 2 * 1024 * 1024  # the default rubric is ~30 KiB
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: dict | None = None) -> str:
+        data = stream.read(self.max_bytes + 1) if stream is not None else b""
+        if len(data) > self.max_bytes:
+            raise ParseError(f"the rubric file is larger than {self.max_bytes} bytes")
         try:
-            return stream.read().decode("utf-8")
+            return data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ParseError("the rubric file is not UTF-8 text") from exc
 

@@ -203,3 +203,11 @@ def test_the_service_writes_nothing_on_error(small_yaml):
     with pytest.raises(RubricFormatError):
         rubric_version_import(text=small_yaml.replace("weight: 0.6", "weight: 0.7"), filename="x.yaml", freeze=True)
     assert not RubricVersion.objects.exists()
+
+
+def test_yaml_aliases_are_refused(small_yaml, tmp_path):
+    text = small_yaml.replace("  tier_floors: {", "  tier_floors: &floors {").replace(
+        "areas:\n", "extra: [*floors, *floors]\nareas:\n"
+    )
+    message = refuse(text, tmp_path)
+    assert "aliases" in message
