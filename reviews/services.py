@@ -93,8 +93,14 @@ def roles_sync() -> dict[str, int]:
 
 
 def roles_sync_after_migrate(*, app_config: Any = None, using: str = "default", **_: Any) -> None:
-    """post_migrate receiver: keep the groups' permissions in step with the models."""
-    if app_config is None or app_config.label != "reviews":
+    """post_migrate receiver: keep the groups' permissions in step with the models.
+
+    Runs once, for the last installed app, because Django creates each app's permissions
+    in that app's own post_migrate: only after the last one do they all exist.
+    """
+    from django.apps import apps
+
+    if app_config is None or app_config.label != list(apps.get_app_configs())[-1].label:
         return
     if not ContentType.objects.using(using).filter(app_label="reviews").exists():
         return

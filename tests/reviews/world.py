@@ -1,0 +1,173 @@
+"""A small world of two providers, every role, and private data planted for provider B.
+
+Provider B's private rows carry the marker ``B-SECRET`` in a text field (reply text,
+interview notes, feedback comment, finding summary, review notes and citation quotes,
+override justification, COI note, B's section of the fact-check draft) so a test can
+prove that none of it reaches a caller who must not see it. The raw respondent
+organisation ``RAW-ORG-NAME`` must never be stored at all (only its keyed hash).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from ratings.models import Cycle, Provider
+from reviews import services
+from reviews.access import Role
+from reviews.models import (
+    ConflictOfInterest,
+    FeedbackImport,
+    InterviewNote,
+    Reconciliation,
+    ReviewAssignment,
+    RightOfReply,
+    ScoreOverride,
+)
+from tests.factories import AreaFactory, ClusterFactory, CriterionFactory, CycleFactory, ProviderFactory
+
+B_SECRET = "B-SECRET"
+RAW_ORG = "RAW-ORG-NAME"
+ROLES = ("anonymous", "analyst", "reviewer", "publisher", "admin", "provider")
+PASSWORD = "correct horse battery staple 42"
+
+
+@dataclass
+class World:
+    a: Provider
+    b: Provider
+    cycle: Cycle
+    cycle_b_only: Cycle
+    criterion: Any
+    criterion2: Any
+    users: dict[str, Any]
+    objects: dict[str, Any] = field(default_factory=dict)
+
+    def user_for(self, role: str) -> Any | None:
+        return None if role == "anonymous" else self.users[role]
+
+
+def _user(username: str, role: Role | None, provider: Provider | None = None) -> Any:
+    user = get_user_model().objects.create_user(username=username, password=PASSWORD)
+    if role is not None:
+        services.user_role_set(user=user, role=role, provider=provider)
+    return user
+
+
+def citation(text: str = "Nodes are replaced within 15 minutes.") -> list[dict[str, str]]:
+    return [{"url": "https://docs.example.com/reliability", "quote": text}]
+
+
+def world_build(*, private_data: bool = True) -> World:
+    area = AreaFactory(key="reliability")
+    criterion = CriterionFactory(area=area, key="docs-replacement", title="Node replacement documented")
+    criterion2 = CriterionFactory(area=area, key="docs-maintenance", title="Maintenance windows documented")
+    a = ProviderFactory(name="Alpha Cloud", slug="alpha")
+    b = ProviderFactory(name="Bravo Cloud", slug="bravo")
+    cycle = CycleFactory(rubric_version=area.rubric_version, slug="cycle-ab", providers=[a, b])
+    cycle_b_only = CycleFactory(rubric_version=area.rubric_version, slug="cycle-b-only", providers=[b])
+    users = {
+        "analyst": _user("ana", Role.ANALYST),
+        "reviewer": _user("rev1", Role.REVIEWER),
+        "reviewer2": _user("rev2", Role.REVIEWER),
+        "reviewer3": _user("rev3", Role.REVIEWER),
+        "publisher": _user("pub1", Role.PUBLISHER),
+        "publisher2": _user("pub2", Role.PUBLISHER),
+        "admin": _user("adm", Role.ADMIN),
+        "provider": _user("prov-a", Role.PROVIDER, provider=a),
+        "provider_b": _user("prov-b", Role.PROVIDER, provider=b),
+    }
+    world = World(a=a, b=b, cycle=cycle, cycle_b_only=cycle_b_only, criterion=criterion, criterion2=criterion2,
+                  users=users)
+    if private_data:
+        _private_data_plant(world)
+    return world
+
+
+def _private_data_plant(w: World) -> None:
+    u, o = w.users, w.objects
+    analyst = u["analyst"]
+    for name, provider, tag in (("a", w.a, "A-OWN"), ("b", w.b, B_SECRET)):
+        first = services.assignment_create(
+            cycle=w.cycle, provider=provider, criterion=w.criterion, reviewer=u["reviewer"], slot="first", by=analyst
+        )
+        second = services.assignment_create(
+            cycle=w.cycle, provider=provider, criterion=w.criterion, reviewer=u["reviewer2"], slot="second",
+            by=analyst,
+        )
+        services.review_submit(assignment=second, by=u["reviewer2"], score=3, citations=citation(f"{tag} quote"),
+                               notes=f"{tag} review notes")
+        o[f"{name}_assignment"] = first
+        o[f"{name}_assignment_other"] = second
+        reply = RightOfReply.objects.create(
+            provider=provider, user=u["provider" if name == "a" else "provider_b"], cycle=w.cycle,
+            fact_ref="F1", text=f"{tag} reply text",
+        )
+        o[f"{name}_reply"] = reply
+        o[f"{name}_override"] = ScoreOverride.objects.create(
+            cycle=w.cycle, provider=provider, criterion=w.criterion, value=0.5,
+            justification=f"{tag} justification", evidence=citation(), proposed_by=u["publisher2"],
+        )
+        o[f"{name}_interview"] = services.interview_note_create(
+            cycle=w.cycle, provider=provider, area_or_criterion="reliability", respondent_org=RAW_ORG,
+            notes=f"{tag} interview notes", interviewed_on=dt.date(2026, 11, 2), by=analyst, rating=4,
+        )
+        cluster = ClusterFactory(provider=provider, name=f"{tag.lower()}-cluster")
+        o[f"{name}_cluster"] = cluster
+        o[f"{name}_finding"] = _finding(cluster, w.cycle, f"{tag} finding summary")
+    o["b_conflict"] = ConflictOfInterest.objects.create(reviewer=u["reviewer3"], provider=w.b, note=f"{B_SECRET} coi")
+    csv_text = (
+        "provider_slug,area_or_criterion,rating,source,respondent_org,comment,date\n"
+        f"bravo,reliability,2,survey,{RAW_ORG},{B_SECRET} feedback comment,2026-11-01\n"
+        f"alpha,reliability,5,survey,{RAW_ORG},A-OWN feedback comment,2026-11-01\n"
+    )
+    report = services.feedback_import(cycle=w.cycle, text=csv_text, filename="survey.csv", by=analyst, dry_run=False)
+    assert report.ok, report.parsed.errors
+    o["b_feedback_import"] = FeedbackImport.objects.get(pk=report.batch_id)
+    o["b_feedback_response"] = o["b_feedback_import"].responses.get(provider=w.b)
+    # A reconciliation of B's criterion (both reviews in, gap < 2).
+    first_b = o["b_assignment"]
+    services.review_submit(assignment=first_b, by=u["reviewer"], score=2, citations=citation(f"{B_SECRET} quote 2"))
+    o["b_reconciliation"] = services.reconciliation_create(
+        cycle=w.cycle, provider=w.b, criterion=w.criterion, by=analyst
+    )
+    first_b.refresh_from_db()
+    o["b_report"] = _report(w)
+    o["b_membership"] = u["provider_b"].provider_membership
+    o["b_audit_event"] = None  # the audit log is global; its list is staff-only
+
+
+def _finding(cluster: Any, cycle: Cycle, summary: str) -> Any:
+    probe_run = apps.get_model("probes", "ProbeRun")
+    finding = apps.get_model("probes", "Finding")
+    run = probe_run.objects.create(
+        cycle=cycle, cluster=cluster, probe_id="docs.check", target="cluster", scheduled_for=timezone.now(),
+        idempotency_key=f"run-{cluster.pk}",
+    )
+    return finding.objects.create(
+        run=run, probe_id="docs.check", probe_version="1", target="cluster", metric="", outcome="fail",
+        summary=summary,
+    )
+
+
+def _report(w: World) -> Any:
+    report = apps.get_model("reports", "Report")
+    content = {"providers": [
+        {"slug": "alpha", "name": "Alpha Cloud", "summary": "A-OWN draft section"},
+        {"slug": "bravo", "name": "Bravo Cloud", "summary": f"{B_SECRET} draft section"},
+    ]}
+    return report.objects.create(cycle=w.cycle, status="fact_check", content=content, content_hash="0" * 64,
+                                 fact_check_opened_at=timezone.now())
+
+
+def provider_private_rows() -> dict[str, Any]:
+    """Models with a provider FK whose B rows the world plants (for listing checks)."""
+    return {
+        "assignment": ReviewAssignment, "reconciliation": Reconciliation, "override": ScoreOverride,
+        "reply": RightOfReply, "interview": InterviewNote,
+    }
