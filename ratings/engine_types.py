@@ -1,0 +1,310 @@
+"""Value types of the pure scoring engine: what goes in, what comes out, what goes wrong.
+
+The engine (``ratings.scoring`` + ``ratings.tiering``) takes one frozen ``ScoringInput`` and
+returns one frozen ``ScoringResult``. Neither side knows about Django: the selector in
+``ratings.selectors`` turns database rows into these types and the service turns the result
+back into rows. The input types mirror ``rubric.models`` (RubricVersion, Area, Criterion) and
+the three evidence streams of docs/domain.md; every evidence row names its rubric version so
+that mixing versions is caught here, not trusted to the caller.
+
+This module imports no Django and reads no clock.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+# Best first. Index 0 is Platinum; a larger index is a worse tier.
+TIERS: tuple[str, ...] = ("platinum", "gold", "silver", "bronze", "underperforming")
+NOT_RATED = "not_rated"
+
+
+class Outcome(StrEnum):
+    """A probe finding's outcome; see the outcome table in docs/domain.md."""
+
+    PASS = "pass"  # noqa: S105 - an outcome, not a password
+    FAIL = "fail"
+    WARN = "warn"
+    ERROR = "error"  # our harness broke: missing, never held against the provider
+    PROVIDER_ERROR = "provider_error"  # counts as a fail
+    TIMEOUT = "timeout"  # censored at the deadline: the worst anchor
+    NOT_APPLICABLE = "not_applicable"  # excluded from scores and from coverage
+
+
+class Direction(StrEnum):
+    HIGHER = "higher"
+    LOWER = "lower"
+
+
+class Scale(StrEnum):
+    LINEAR = "linear"
+    LOG = "log"
+
+
+class EvidenceKind(StrEnum):
+    PROBE = "probe"
+    DOC_REVIEW = "doc_review"
+    CUSTOMER_FEEDBACK = "customer_feedback"
+
+
+# Canonical order of the evidence kinds inside one criterion (fixes the bootstrap's draw order).
+EVIDENCE_KIND_ORDER: tuple[EvidenceKind, ...] = (
+    EvidenceKind.PROBE,
+    EvidenceKind.DOC_REVIEW,
+    EvidenceKind.CUSTOMER_FEEDBACK,
+)
+
+
+# ----------------------------------------------------------------------------------------- errors
+class ScoringInputError(ValueError):
+    """The input cannot be scored as given. The message names the offending row or field."""
+
+
+class MixedRubricVersionError(ScoringInputError):
+    """An evidence row names a rubric version other than the one being scored."""
+
+
+class RubricFingerprintError(ScoringInputError):
+    """The rubric's content no longer matches the fingerprint recorded when it was frozen."""
+
+
+class EmptyPeerSetError(ScoringInputError):
+    """There are no providers to score."""
+
+
+# ----------------------------------------------------------------------------------------- rubric
+@dataclass(frozen=True)
+class TierFloors:
+    """Absolute floors: a tier needs a composite of at least its floor.
+
+    Below ``bronze`` a provider is Underperforming whatever its peers do. Floors only ever
+    lower a peer-relative tier; they never raise one.
+    """
+
+    platinum: float = 0.80
+    gold: float = 0.65
+    silver: float = 0.50
+    bronze: float = 0.40
+
+    def as_tuple(self) -> tuple[float, float, float, float]:
+        return (self.platinum, self.gold, self.silver, self.bronze)
+
+
+@dataclass(frozen=True)
+class ScoringParams:
+    """The rubric version's scoring parameters (rubric.models.RubricVersion fields)."""
+
+    coverage_floor: float = 0.6
+    area_coverage_floor: float = 0.5
+    bootstrap_size: int = 2000
+    boundary_confidence: float = 0.9
+    borderline_threshold: float = 0.7
+    hysteresis_threshold: float = 0.2
+    feedback_prior_strength: float = 5.0
+    tier_floors: TierFloors = field(default_factory=TierFloors)
+    ci_level: float = 0.95
+
+
+@dataclass(frozen=True)
+class AreaSpec:
+    key: str
+    weight: float
+
+
+@dataclass(frozen=True)
+class CriterionSpec:
+    """One criterion. ``probe_metric`` empty means the probe's pass/fail outcome is scored.
+
+    Anchors are in the evidence's raw unit for measured probes; for pass/fail probes they
+    apply to the pass rate (usually best=1, worst=0). Doc reviews (0-4) and customer
+    ratings (1-5) map onto [0, 1] by their own fixed scales and ignore the anchors.
+    """
+
+    key: str
+    area: str
+    weight: float
+    evidence_kinds: tuple[EvidenceKind, ...]
+    anchor_best: float
+    anchor_worst: float
+    direction: Direction = Direction.HIGHER
+    scale: Scale = Scale.LINEAR
+    probe_id: str = ""
+    probe_metric: str = ""
+    is_gate: bool = False
+    gate_cap_tier: str = ""
+    gate_threshold: float = 0.5
+
+    @property
+    def is_pass_rate(self) -> bool:
+        return not self.probe_metric
+
+
+@dataclass(frozen=True)
+class RubricSpec:
+    """A frozen rubric version. ``fingerprint`` must equal ``scoring.rubric_fingerprint(self)``."""
+
+    id: str
+    name: str
+    version: str
+    params: ScoringParams
+    areas: tuple[AreaSpec, ...]
+    criteria: tuple[CriterionSpec, ...]
+    fingerprint: str
+
+
+# --------------------------------------------------------------------------------------- evidence
+@dataclass(frozen=True)
+class ProbeObservation:
+    """One probe replicate (one Finding) bound to one criterion."""
+
+    rubric_version: str
+    provider: str
+    criterion: str
+    outcome: Outcome
+    value: float | None = None
+
+
+@dataclass(frozen=True)
+class DocReviewScore:
+    """One reviewer's 0-4 score, or the reconciled value (``reconciled=True``, at most one)."""
+
+    rubric_version: str
+    provider: str
+    criterion: str
+    reviewer: str
+    score: float
+    reconciled: bool = False
+
+
+@dataclass(frozen=True)
+class FeedbackResponse:
+    """One respondent's 1-5 rating of a provider on one criterion."""
+
+    rubric_version: str
+    provider: str
+    criterion: str
+    respondent: str
+    rating: int
+
+
+@dataclass(frozen=True)
+class PreviousTier:
+    """The tier last published for a provider (same rubric major version; the caller checks)."""
+
+    provider: str
+    tier: str
+
+
+@dataclass(frozen=True)
+class ScoringInput:
+    rubric: RubricSpec
+    providers: tuple[str, ...]
+    seed: int
+    probe_observations: tuple[ProbeObservation, ...] = ()
+    doc_scores: tuple[DocReviewScore, ...] = ()
+    feedback: tuple[FeedbackResponse, ...] = ()
+    previous_tiers: tuple[PreviousTier, ...] = ()
+
+
+# ---------------------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class KindResult:
+    """One evidence stream of one criterion: its raw value, its [0, 1] score and its count."""
+
+    kind: str
+    value: float  # probe median / pass rate, doc median (0-4), shrunk customer rating (1-5)
+    score: float
+    n: int
+    raw_mean: float | None = None  # customer feedback: the unshrunk mean rating
+
+
+@dataclass(frozen=True)
+class CriterionResult:
+    key: str
+    area: str
+    status: str  # "measured" | "missing" | "not_applicable"
+    score: float | None
+    weight_share: float  # effective weight in the composite (0 when not measured)
+    kinds: tuple[KindResult, ...]
+    n_missing: int  # harness errors dropped from this criterion
+    is_gate: bool
+    gate_failed: bool
+
+
+@dataclass(frozen=True)
+class AreaResult:
+    key: str
+    weight: float  # normalised area weight
+    measured: bool
+    score: float | None
+    coverage: float
+    ci_low: float | None
+    ci_high: float | None
+
+
+@dataclass(frozen=True)
+class GateCap:
+    criterion: str
+    cap_tier: str
+    score: float
+
+
+@dataclass(frozen=True)
+class ProviderResult:
+    provider: str
+    rated: bool
+    tier: str  # the published tier, or NOT_RATED
+    tier_point: str | None  # the peer-relative tier of the point estimate (floors + gates applied)
+    previous_tier: str | None
+    hysteresis_held: bool
+    probabilities: tuple[tuple[str, float], ...]  # (tier, P) for all five tiers, best first
+    composite: float | None
+    composite_pessimistic: float  # missing criteria and unmeasured areas counted as 0
+    ci_low: float | None
+    ci_high: float | None
+    coverage: float
+    borderline: bool
+    outlook: str  # "stable" | "positive" | "negative"
+    floor_capped: bool
+    gate_caps: tuple[GateCap, ...]
+    areas: tuple[AreaResult, ...]
+    criteria: tuple[CriterionResult, ...]
+    flags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """A tier boundary of the point estimate, between two neighbouring providers."""
+
+    upper_provider: str
+    lower_provider: str
+    upper_composite: float
+    lower_composite: float
+    probability: float  # bootstrap P(upper > lower)
+    kept: bool
+
+
+@dataclass(frozen=True)
+class ScoringResult:
+    engine_version: str
+    rubric_id: str
+    rubric_name: str
+    rubric_version: str
+    rubric_fingerprint: str
+    seed: int
+    bootstrap_size: int
+    inputs_hash: str
+    providers: tuple[ProviderResult, ...]
+    boundaries: tuple[Boundary, ...]
+
+    def provider(self, key: str) -> ProviderResult:
+        for result in self.providers:
+            if result.provider == key:
+                return result
+        raise KeyError(key)
+
+
+def is_finite_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
