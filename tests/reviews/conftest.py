@@ -23,3 +23,14 @@ def world(django_db_setup: None, django_db_blocker: pytest.FixtureRequest) -> It
         built = world_build()
         yield built
         transaction.set_rollback(True)
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings: pytest.FixtureRequest) -> None:
+    settings.PASSWORD_HASHERS = FAST_HASHERS  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def base(db: None) -> World:
+    """Users of every role, providers A and B in one cycle, two doc-review criteria; no rows."""
+    return world_build(private_data=False)

@@ -1,0 +1,146 @@
+"""Customer-feedback CSV: every bad row reported by line, a bad file writes nothing, orgs hashed."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from io import StringIO
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+from rest_framework.test import APIClient
+
+from reviews import services
+from reviews.feedback_csv import feedback_csv_parse, org_pseudonym
+from reviews.models import FeedbackImport, FeedbackResponse
+from tests.reviews.world import World
+
+HEADER = "provider_slug,area_or_criterion,rating,source,respondent_org,comment,date\n"
+GOOD = HEADER + (
+    "alpha,reliability,4,survey,Acme Labs,Fast support,2026-11-01\n"
+    'bravo,docs-replacement,2,interview,Globex,"Slow,\nvery slow",2026-11-03\n'
+    "alpha,reliability,5,survey,Initech,,\n"
+)
+BAD = HEADER + (
+    "alpha,reliability,4,survey,Acme Labs,ok,2026-11-01\n"      # line 2: fine
+    "zeta,reliability,4,survey,Acme Labs,ok,2026-11-01\n"       # line 3: unknown provider
+    "alpha,reliability,9,survey,Acme Labs,ok,2026-11-01\n"      # line 4: rating out of range
+    "alpha,nope,x,poll,,ok,01/11/2026\n"                        # line 5: five problems
+    "alpha,reliability,3,survey,Acme Labs,ok,2026-11-01\n"      # line 6: fine
+)
+
+
+def test_the_parser_reports_every_bad_row_with_its_line_number():
+    result = feedback_csv_parse(BAD, provider_slugs={"alpha", "bravo"}, rating_keys={"reliability"},
+                                pseudonym_key="k")
+    lines = sorted({e.line for e in result.errors})
+    assert lines == [3, 4, 5]
+    messages = [str(e) for e in result.errors if e.line == 5]
+    assert any("respondent_org is empty" in m for m in messages)
+    assert any("not an area or criterion" in m for m in messages)
+    assert any("not a whole number" in m for m in messages)
+    assert any("source 'poll'" in m for m in messages)
+    assert any("not an ISO date" in m for m in messages)
+    assert not result.ok and len(result.rows) == 2
+
+
+def test_line_numbers_count_physical_lines_of_quoted_multiline_fields():
+    text = GOOD + "alpha,reliability,0,survey,X,,\n"  # the bad row follows a two-line field
+    result = feedback_csv_parse(text, provider_slugs={"alpha", "bravo"},
+                                rating_keys={"reliability", "docs-replacement"}, pseudonym_key="k")
+    assert [e.line for e in result.errors] == [6]
+
+
+def test_a_wrong_header_is_one_clear_error():
+    result = feedback_csv_parse("provider,rating\nalpha,4\n", provider_slugs={"alpha"}, rating_keys={"r"},
+                                pseudonym_key="k")
+    assert len(result.errors) == 1 and result.errors[0].line == 1
+    assert "missing column(s)" in result.errors[0].message
+
+
+def test_organisations_are_a_keyed_hash_that_ignores_case_and_spacing():
+    expected = hmac.new(b"key", b"acme labs", hashlib.sha256).hexdigest()
+    assert org_pseudonym("  Acme   LABS ", key="key") == expected
+    assert org_pseudonym("Acme Labs", key="other") != expected
+
+
+def test_a_dry_run_validates_and_writes_nothing(base: World):
+    report = services.feedback_import(cycle=base.cycle, text=GOOD, filename="s.csv", by=base.users["analyst"],
+                                      dry_run=True)
+    assert report.ok and len(report.parsed.rows) == 3 and report.written == 0
+    assert not FeedbackImport.objects.exists() and not FeedbackResponse.objects.exists()
+
+
+def test_a_real_import_with_one_bad_row_writes_nothing(base: World):
+    report = services.feedback_import(cycle=base.cycle, text=BAD, filename="s.csv", by=base.users["analyst"],
+                                      dry_run=False)
+    assert not report.ok and report.written == 0
+    assert not FeedbackImport.objects.exists() and not FeedbackResponse.objects.exists()
+
+
+def test_a_failure_midway_through_writing_rolls_back_the_whole_import(base: World, monkeypatch):
+    def explode(*_args, **_kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(FeedbackResponse.objects, "bulk_create", explode)
+    with pytest.raises(RuntimeError):
+        services.feedback_import(cycle=base.cycle, text=GOOD, filename="s.csv", by=base.users["analyst"],
+                                 dry_run=False)
+    assert not FeedbackImport.objects.exists()
+
+
+def test_a_good_import_stores_only_hashes_of_organisations(base: World, settings):
+    settings.OPGRADE_PSEUDONYM_KEY = "test-key"
+    report = services.feedback_import(cycle=base.cycle, text=GOOD, filename="s.csv", by=base.users["analyst"],
+                                      dry_run=False)
+    assert report.ok and report.written == 3
+    rows = list(FeedbackResponse.objects.order_by("id"))
+    assert rows[0].respondent_org_hash == org_pseudonym("Acme Labs", key="test-key")
+    stored = " ".join(str(v) for r in FeedbackResponse.objects.values() for v in r.values())
+    assert "Acme" not in stored and "Globex" not in stored
+    assert rows[1].comment == "Slow,\nvery slow"
+
+
+def test_the_command_lists_bad_rows_and_exits_non_zero(base: World, tmp_path):
+    path = tmp_path / "survey.csv"
+    path.write_text(BAD, encoding="utf-8")
+    err = StringIO()
+    with pytest.raises(CommandError, match="nothing was written"):
+        call_command("feedback_import", base.cycle.slug, str(path), stderr=err)
+    assert "survey.csv: line 3:" in err.getvalue() and "survey.csv: line 5:" in err.getvalue()
+    assert not FeedbackResponse.objects.exists()
+    path.write_text(GOOD, encoding="utf-8")
+    out = StringIO()
+    call_command("feedback_import", base.cycle.slug, str(path), "--dry-run", stdout=out)
+    assert "3 rows valid; nothing written" in out.getvalue()
+    assert not FeedbackResponse.objects.exists()
+    call_command("feedback_import", base.cycle.slug, str(path), stdout=out)
+    assert FeedbackResponse.objects.count() == 3
+
+
+def test_the_api_dry_run_returns_every_error_and_writes_nothing(base: World):
+    client = APIClient()
+    client.force_authenticate(base.users["analyst"])
+    upload = SimpleUploadedFile("s.csv", BAD.encode(), content_type="text/csv")
+    response = client.post("/api/v1/feedback-imports/", {"cycle": base.cycle.slug, "file": upload,
+                                                        "dry_run": "false"}, format="multipart")
+    assert response.status_code == 400
+    assert sorted({e["line"] for e in response.json()["errors"]}) == [3, 4, 5]
+    assert not FeedbackResponse.objects.exists()
+
+
+def test_interview_notes_keep_only_the_organisation_hash(base: World):
+    import datetime as dt
+
+    note = services.interview_note_create(
+        cycle=base.cycle, provider=base.a, area_or_criterion="reliability", respondent_org="Acme Labs",
+        notes="They lost a node for a day.", interviewed_on=dt.date(2026, 11, 5), by=base.users["analyst"],
+        rating=2,
+    )
+    assert "Acme" not in note.respondent_org_hash and len(note.respondent_org_hash) == 64
+    with pytest.raises(services.ReviewsError, match="not an area or criterion"):
+        services.interview_note_create(
+            cycle=base.cycle, provider=base.a, area_or_criterion="nope", respondent_org="Acme", notes="x",
+            interviewed_on=dt.date(2026, 11, 5), by=base.users["analyst"],
+        )
