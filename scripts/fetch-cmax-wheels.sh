@@ -6,23 +6,24 @@
 # login node over SFTP and installs them there with `pip install --no-index`. The probe
 # refuses to run if the directory is empty.
 #
-# Usage: scripts/fetch-cmax-wheels.sh [VERSION] [PYTHON_TAG]
-#   VERSION     clustermax version (default 0.2.1, the one the probe was tested with)
-#   PYTHON_TAG  e.g. 3.11 to fetch wheels for a login node whose python3 differs from ours
-#               (default: the version of `python3` here)
+# Usage: scripts/fetch-cmax-wheels.sh [VERSION] [PYTHON_VERSIONS]
+#   VERSION          clustermax version (default 0.2.1, the one the probe was tested with)
+#   PYTHON_VERSIONS  space-separated python3 versions a login node may have (default
+#                    "3.10 3.11 3.12 3.13": cmax needs >= 3.10; PyYAML ships per-version wheels)
 # Idempotent: pip skips wheels already present. Only PyPI is contacted.
 set -eu
 
 VERSION="${1:-0.2.1}"
-PYVER="${2:-}"
+PYVERS="${2:-3.10 3.11 3.12 3.13}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DEST="$ROOT/var/wheels/cmax"
 PY="${PYTHON:-python3}"
 mkdir -p "$DEST"
 
-set -- download --dest "$DEST" --only-binary=:all: "clustermax==$VERSION"
-if [ -n "$PYVER" ]; then
-    set -- "$@" --python-version "$PYVER" --platform manylinux2014_x86_64 --platform any
-fi
-"$PY" -m pip "$@"
+for pyver in $PYVERS; do
+    "$PY" -m pip download --quiet --dest "$DEST" --only-binary=:all: \
+        --python-version "$pyver" --implementation cp \
+        --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform any \
+        "clustermax==$VERSION"
+done
 echo "fetch-cmax-wheels: $(ls "$DEST" | wc -l) wheels in $DEST"

@@ -158,3 +158,29 @@ def coverage_ratio(expected: Iterable[str], up: Iterable[str]) -> float:
     if not want:
         return 0.0
     return len(want & set(up)) / len(want)
+
+
+_DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def parse_duration_s(text: str) -> float:
+    """A Prometheus duration (``15d``, ``6h``, ``1w2d``, ``90m``) in seconds; ``0s`` means unset."""
+    import re
+
+    parts = re.findall(r"(\d+)(ms|[smhdwy])", text.strip())
+    if not parts or "".join(n + u for n, u in parts) != text.strip():
+        raise ParseError(f"not a Prometheus duration: {text!r}")
+    return float(sum(int(n) * _DURATION_UNITS[u] for n, u in parts))
+
+
+def retention_days(flags: Mapping[str, str]) -> float | None:
+    """Configured TSDB retention in days from ``/api/v1/status/flags``; None when only a size limit is set.
+
+    Prometheus' default (``0s`` / empty with no size limit) is 15 days.
+    """
+    raw = flags.get("storage.tsdb.retention.time") or flags.get("storage.tsdb.retention") or "0s"
+    seconds = parse_duration_s(raw)
+    if seconds == 0:
+        size = flags.get("storage.tsdb.retention.size", "0B")
+        return None if size not in ("0B", "0", "") else 15.0
+    return seconds / 86400

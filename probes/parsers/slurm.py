@@ -278,3 +278,16 @@ def parse_slurm_version(text: str) -> str:
         if match:
             return match["v"]
     raise ParseError(f"not a Slurm version line: {text.strip()[:80]!r}")
+
+
+def parse_node_addresses(text: str) -> dict[str, str]:
+    """``sinfo -N -h -o '%N|%o'`` -> ``{node: address}`` (a node in several partitions appears once)."""
+    out: dict[str, str] = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        name, sep, addr = line.partition("|")
+        if not sep or not name.strip():
+            raise ParseError(f"sinfo line {lineno}: expected NODE|ADDRESS, got {line!r}")
+        out.setdefault(name.strip(), addr.strip())
+    return out

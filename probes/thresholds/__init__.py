@@ -1,0 +1,73 @@
+"""Probe definitions and thresholds, kept as data (``catalog.yaml``, ``min_versions.yaml``).
+
+The catalog modules read their declaration from here; analysts change a threshold by editing
+YAML, and findings record which threshold row judged them (``threshold_ref``), so a re-score
+against a new table is possible without re-running anything.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from probes.parsers.versions import MinimumSpec
+
+DATA_DIR = Path(__file__).resolve().parent
+_DEF_KEYS = {
+    "version",
+    "area",
+    "question",
+    "scope",
+    "requires",
+    "disruptive",
+    "timeout_s",
+    "settings",
+    "metrics",
+    "thresholds",
+}
+
+
+class DefinitionError(ValueError):
+    """A probe definition in catalog.yaml is malformed."""
+
+
+@cache
+def definitions() -> dict[str, dict[str, Any]]:
+    data = yaml.safe_load((DATA_DIR / "catalog.yaml").read_text())
+    if not isinstance(data, dict):
+        raise DefinitionError("catalog.yaml: top level must be a mapping of probe id -> definition")
+    for probe_id, spec in data.items():
+        unknown = set(spec) - _DEF_KEYS
+        if unknown:
+            raise DefinitionError(f"catalog.yaml {probe_id}: unknown keys {sorted(unknown)}")
+        for key in ("version", "area", "question", "scope", "metrics"):
+            if key not in spec:
+                raise DefinitionError(f"catalog.yaml {probe_id}: missing {key!r}")
+        for metric in spec.get("thresholds") or {}:
+            if metric not in spec["metrics"]:
+                raise DefinitionError(f"catalog.yaml {probe_id}: thresholds for undeclared metric {metric!r}")
+    return data
+
+
+def definition(probe_id: str) -> dict[str, Any]:
+    try:
+        return definitions()[probe_id]
+    except KeyError:
+        raise DefinitionError(f"catalog.yaml has no probe {probe_id!r}") from None
+
+
+@cache
+def min_versions() -> dict[str, MinimumSpec]:
+    data = yaml.safe_load((DATA_DIR / "min_versions.yaml").read_text()) or {}
+    return {
+        name: MinimumSpec(
+            component=name,
+            minimum=str(spec["minimum"]),
+            branches={str(k): str(v) for k, v in (spec.get("branches") or {}).items()} or None,
+            source=str(spec.get("source", "")),
+        )
+        for name, spec in data.items()
+    }
