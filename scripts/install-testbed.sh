@@ -7,9 +7,9 @@
 # copies inside network namespaces, with its own config files and ports.
 set -eu
 
-PKGS="openssh-server openssh-client slurmctld slurmd slurm-client munge \
+PKGS="openssh-server openssh-client slurmctld slurmd slurm-client slurmdbd munge \
 prometheus prometheus-node-exporter prometheus-pushgateway nginx rsyslog \
-iproute2 procps util-linux psmisc bridge-utils"
+mariadb-server mariadb-client iproute2 procps util-linux psmisc bridge-utils"
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "install-testbed.sh: must run as root (apt-get install)" >&2
@@ -45,3 +45,16 @@ fi
 
 # sshd refuses to start without its privilege-separation directory.
 mkdir -p /run/sshd
+
+# Slurm accounting (profile knob slurm.accounting): each testbed's slurmdbd keeps its own
+# database on the machine's MariaDB, reached through its unix socket. Start it if it is down.
+if [ ! -S /run/mysqld/mysqld.sock ]; then
+    echo "install-testbed.sh: starting MariaDB"
+    service mariadb start >/dev/null 2>&1 || service mysql start >/dev/null 2>&1 || true
+    i=0
+    while [ ! -S /run/mysqld/mysqld.sock ] && [ "$i" -lt 30 ]; do sleep 1; i=$((i + 1)); done
+    if [ ! -S /run/mysqld/mysqld.sock ]; then
+        echo "install-testbed.sh: MariaDB did not start (see /var/log/mysql)" >&2
+        exit 1
+    fi
+fi

@@ -154,6 +154,8 @@ class Agent:
             user="munge",
         )
         ctl = lay.netns_ctl
+        if self.knobs["slurm"]["accounting"]:
+            self.accounting_start()
         self.spawn(
             "slurmctld",
             runtime.wrap_in_node(
@@ -237,6 +239,36 @@ class Agent:
         )
         self.serve(ctl, (lay.ctl_addr, configs.API_PORT), ApiHandler)
         self.serve(ctl, ("127.0.0.1", configs.LOG_PORT), LogHandler)
+
+    def accounting_start(self) -> None:
+        """slurmdbd on its own database, then the cluster, one account per tenant and its user."""
+        lay = self.lay
+        db = configs.accounting_db(lay)
+        runtime.run(["mysql", "-e", f"DROP DATABASE IF EXISTS `{db}`; CREATE DATABASE `{db}`"])
+        self.spawn(
+            "slurmdbd",
+            runtime.wrap_in_node(netns=lay.netns_ctl, hostname="ctl", argv=["slurmdbd", "-D"]),
+        )
+        self.wait_port(lay.netns_ctl, lay.ctl_addr, configs.SLURMDBD_PORT, timeout=30)
+        mgr = ["sacctmgr", "-i"]
+        self.sacctmgr([*mgr, "add", "cluster", self.name])
+        for t in self.state["tenants"]:
+            account = f"tenant-{t['id']}"
+            self.sacctmgr(
+                [*mgr, "add", "account", account, f"cluster={self.name}", f"description={t['user']}"]
+            )
+            self.sacctmgr([*mgr, "add", "user", t["user"], f"account={account}", f"cluster={self.name}"])
+
+    def sacctmgr(self, argv: list[str]) -> None:
+        env = {"SLURM_CONF": str(self.lay.slurm_conf)}
+        last = ""
+        for _ in range(20):  # slurmdbd may still be creating its tables
+            proc = runtime.run(argv, check=False, timeout=20, env=env)
+            if proc.returncode == 0:
+                return
+            last = (proc.stderr or proc.stdout).strip()
+            time.sleep(0.5)
+        raise TestbedError(f"{' '.join(argv)} failed: {last[:300]}")
 
     def serve(self, netns: str, addr: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
         agent = self

@@ -110,7 +110,7 @@ def up(
         knobs["nodes"]["count"] = int(nodes)
         if not 1 <= nodes <= knobs["nodes"]["pool_size"]:
             raise TestbedError(f"--nodes must be 1..{knobs['nodes']['pool_size']} (nodes.pool_size)")
-    runtime.preflight()
+    runtime.preflight(accounting=knobs["slurm"]["accounting"])
     existing = state_read(name)
     if existing is not None:
         alive = runtime.proc_alive(
@@ -254,6 +254,10 @@ def _prepare(lay: Layout, knobs: dict[str, Any]) -> None:
     )
     (root / "ssh" / "sshd_config").write_text(configs.sshd_config(lay, [t["user"] for t in tenants]))
     lay.slurm_conf.write_text(configs.slurm_conf(lay, knobs))
+    if knobs["slurm"]["accounting"]:
+        dbd = lay.slurm_conf.parent / "slurmdbd.conf"  # found next to SLURM_CONF
+        dbd.write_text(configs.slurmdbd_conf(lay, knobs))
+        os.chmod(dbd, 0o600)
     # slurmctld makes the job completion log 0644 itself: its directory decides who reads it
     (root / "slurm" / "jobcomp").mkdir()
     os.chmod(root / "slurm" / "jobcomp", 0o700 if knobs["slurm"]["private_data"] else 0o755)
@@ -388,6 +392,9 @@ def down(name: str) -> dict[str, Any]:
         except KeyError:
             continue
         runtime.run(["userdel", user], check=False)
+    if st.get("knobs", {}).get("slurm", {}).get("accounting") and lay:
+        db = configs.accounting_db(lay)
+        runtime.run(["mysql", "-e", f"DROP DATABASE IF EXISTS `{db}`"], check=False)
     shutil.rmtree(BASE_DIR / name, ignore_errors=True)
     (BASE_DIR / f".{name}.lock").unlink(missing_ok=True)
     return leftovers(name, links=link_names)

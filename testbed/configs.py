@@ -20,6 +20,7 @@ LOG_PORT = 3100
 NGINX_PORT = 80
 SLURMCTLD_PORT = 6817
 SLURMD_PORT = 6818
+SLURMDBD_PORT = 6819
 NODE_EXPORTER_PORT = 9100
 
 
@@ -63,11 +64,21 @@ def slurm_conf(lay: Layout, knobs: dict[str, Any]) -> str:
         "MessageTimeout=5",
         "TCPTimeout=2",
         "MpiDefault=none",
-        "AccountingStorageType=accounting_storage/none",
         "JobCompType=jobcomp/filetxt",
         f"JobCompLoc={root}/slurm/jobcomp/jobcomp.txt",
         "JobAcctGatherType=jobacct_gather/none",
     ]
+    if s["accounting"]:
+        lines += [
+            "AccountingStorageType=accounting_storage/slurmdbd",
+            f"AccountingStorageHost={lay.ctl_addr}",
+            f"AccountingStoragePort={SLURMDBD_PORT}",
+            # the munge socket for slurmdbd connections (AuthInfo only covers the cluster's own)
+            f"AccountingStoragePass={lay.munge_socket}",
+            "AccountingStorageEnforce=associations",
+        ]
+    else:
+        lines.append("AccountingStorageType=accounting_storage/none")
     if s["private_data"]:
         lines.append("PrivateData=jobs,usage,users")
     if s["health_check"]:
@@ -83,6 +94,33 @@ def slurm_conf(lay: Layout, knobs: dict[str, Any]) -> str:
             f"RealMemory={n['memory_mb']} State=FUTURE"
         )
     lines.append(f"PartitionName=gpu Nodes=node[1-{pool}] Default=YES MaxTime=INFINITE State=UP")
+    return "\n".join(lines) + "\n"
+
+
+def accounting_db(lay: Layout) -> str:
+    """The MariaDB database of the testbed's slurmdbd (the name is validated: [a-z0-9])."""
+    return f"opgtb_{lay.name}"
+
+
+def slurmdbd_conf(lay: Layout, knobs: dict[str, Any]) -> str:
+    root = lay.root
+    lines = [
+        f"# slurmdbd.conf of testbed {lay.name} (generated): its own database on the local MariaDB",
+        "AuthType=auth/munge",
+        f"AuthInfo=socket={lay.munge_socket}",
+        "DbdHost=ctl",
+        f"DbdAddr={lay.ctl_addr}",
+        f"DbdPort={SLURMDBD_PORT}",
+        "SlurmUser=root",
+        f"LogFile={root}/logs/slurmdbd.log",
+        f"PidFile={root}/run/slurmdbd.pid",
+        "StorageType=accounting_storage/mysql",
+        "StorageHost=localhost",  # the MariaDB unix socket, shared through the filesystem
+        f"StorageLoc={accounting_db(lay)}",
+        "StorageUser=root",
+    ]
+    if knobs["slurm"]["accounting_private_data"]:
+        lines.append("PrivateData=jobs,usage,users,accounts")
     return "\n".join(lines) + "\n"
 
 

@@ -52,13 +52,24 @@ def preflight_root() -> None:
         raise TestbedError("the testbed must run as root (it creates network namespaces, users and daemons)")
 
 
-def preflight() -> None:
+MYSQL_SOCKET = "/run/mysqld/mysqld.sock"
+
+
+def preflight(*, accounting: bool = False) -> None:
     """Raise a clear error unless we are root and every needed program is installed."""
     preflight_root()
-    missing = sorted({pkg for exe, pkg in REQUIRED.items() if not which(exe)})
+    needed = dict(REQUIRED)
+    if accounting:
+        needed.update({"slurmdbd": "slurmdbd", "sacctmgr": "slurm-client", "mysql": "mariadb-client"})
+    missing = sorted({pkg for exe, pkg in needed.items() if not which(exe)})
     if missing:
         raise TestbedError(
             "missing packages: " + " ".join(missing) + " (run scripts/install-testbed.sh as root)"
+        )
+    if accounting and not Path(MYSQL_SOCKET).exists():
+        raise TestbedError(
+            f"slurm.accounting needs MariaDB running ({MYSQL_SOCKET} is missing): run "
+            "scripts/install-testbed.sh, or --set slurm.accounting=false"
         )
     if not Path("/proc/self/ns/net").exists():
         raise TestbedError("this kernel has no network namespaces")

@@ -132,6 +132,24 @@ def test_private_data_governs_who_can_read_the_job_completion_log(both: dict[str
             assert f"UserId={b_user}({_uid(info, 'b')})" in ok(proc)
 
 
+def test_each_tenant_has_a_slurm_account_and_sacct_follows_accounting_private_data(
+    both: dict[str, Info],
+) -> None:
+    for profile, info in both.items():
+        name = f"acct{uuid.uuid4().hex[:6]}"
+        ok(ssh_run(info, "b", f"cd ~ && sbatch --wait -J {name} -o /dev/null --wrap true"))
+        own = wait_for(  # slurmctld hands the record to slurmdbd shortly after the job ends
+            lambda i=info, n=name: ok(ssh_run(i, "b", f"sacct -X -n -P -S now-1days -o JobName,User,Account --name {n}")),
+            timeout=15, what="the accounting record",
+        )  # fmt: skip
+        assert own.split() == [f"{name}|{info.tenant('b').user}|tenant-b"]
+        seen = ok(ssh_run(info, "a", "sacct -X -n -P -a -S now-1days -o JobName,User"))
+        assert (name in seen) == (profile == "leaky")
+        assocs = ok(ssh_run(info, "a", "sacctmgr -n -P show assoc format=account,user"))
+        assert f"tenant-a|{info.tenant('a').user}" in assocs.split()
+        assert (f"tenant-b|{info.tenant('b').user}" in assocs.split()) == (profile == "leaky")
+
+
 def _uid(info: Info, tenant_id: str) -> int:
     import pwd
 
