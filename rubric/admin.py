@@ -122,7 +122,7 @@ class RubricVersionAdmin(FrozenReadOnlyMixin, admin.ModelAdmin):
     list_select_related = ["parent"]
     readonly_fields = ["status", "frozen_at", "fingerprint", "parent", "created_at", "tools"]
     inlines = [AreaInline, CriterionInline]
-    actions = ["freeze_selected"]
+    actions = ["freeze_selected", "clone_selected"]
     fieldsets = [
         (None, {"fields": ["name", "version", "title", "description", "tools"]}),
         ("State", {"fields": ["status", "frozen_at", "fingerprint", "parent", "created_at"]}),
@@ -254,6 +254,15 @@ class RubricVersionAdmin(FrozenReadOnlyMixin, admin.ModelAdmin):
                 self.message_user(request, f"Not frozen: {version.label}: {exc}", messages.ERROR)
             else:
                 self.message_user(request, f"Froze {frozen.label} (sha256 {frozen.fingerprint[:12]}…).")
+
+
+    @admin.action(description="Clone the selected version into a new draft", permissions=["add"])
+    def clone_selected(self, request: HttpRequest, queryset: QuerySet[RubricVersion]) -> HttpResponse | None:
+        versions = list(queryset[:2])
+        if len(versions) != 1:
+            self.message_user(request, "Select exactly one version to clone.", messages.WARNING)
+            return None
+        return HttpResponseRedirect(reverse("admin:rubric_rubricversion_clone", args=[versions[0].pk]))
 
 
 @admin.register(Area)

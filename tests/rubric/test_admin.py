@@ -122,3 +122,11 @@ def test_the_changelists_run_a_fixed_number_of_queries(admin_client, frozen):
         with CaptureQueriesContext(connection) as many:
             assert admin_client.get(url).status_code == 200
         assert len(many) == len(few), url
+
+
+def test_the_clone_action_leads_to_the_clone_page(admin_client, frozen):
+    response = admin_client.post(reverse("admin:rubric_rubricversion_changelist"), {
+        "action": "clone_selected", "_selected_action": [frozen.pk],
+    })
+    assert response.status_code == 302
+    assert response["Location"] == reverse("admin:rubric_rubricversion_clone", args=[frozen.pk])

@@ -12,7 +12,6 @@ one service or selector, and prints the result; errors exit non-zero with the me
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +75,7 @@ class Command(BaseCommand):
         if options.get("output"):
             Path(options["output"]).write_text(text, encoding="utf-8")
         else:
-            # Write the bytes untouched: the export must round-trip byte for byte.
-            sys.stdout.flush()
+            # Write the text untouched (no added newline): the export must round-trip byte for byte.
             self.stdout.write(text, ending="")
 
     def _diff(self, options: dict[str, Any]) -> None:
