@@ -23,7 +23,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from reviews.models import AuditEvent
-from tests.access.matrix import ACCESS, ADMIN_ACCESS, ANON, PROVIDER, Entry
+from tests.access.matrix import ACCESS, ADMIN_ACCESS, ANON, PROVIDER, REVIEWER, Entry
 from tests.reviews.world import B_SECRET, RAW_ORG, ROLES, World
 
 DENIED = {401, 403, 404}
@@ -176,6 +176,9 @@ def leaks(world: World, role: str, body: str) -> list[str]:
         found.append("a raw respondent organisation")
     if role in {ANON, PROVIDER} and B_SECRET in body:
         found.append("provider B's private data")
+    if role == REVIEWER and ("A-OWN review notes" in body or "A-OWN quote" in body):
+        # rev1 has not submitted alpha's review: rev2's review of it is still blind to rev1
+        found.append("a blind peer review")
     if role == PROVIDER:
         for username in ("rev1", "rev2", "rev3"):
             if re.search(rf"\b{username}\b", body):
