@@ -11,9 +11,12 @@ from __future__ import annotations
 import csv
 import io
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
+
+from django.conf import settings
 
 from reports.context import EVIDENCE_KINDS, TIER_LABELS, TIERS
 
@@ -51,6 +54,41 @@ class RenderCache:
 
 
 cache = RenderCache()
+
+
+class MetaCache:
+    """Per-process memo of a report's cache key (hash, status, links) for ``ttl`` seconds.
+
+    It spares the database on the hot path of public pages. Staleness is bounded: this
+    process forgets a report the moment it saves one (``reports.signals``), and other
+    worker processes within ``ttl`` seconds, far inside the Cache-Control max-age the
+    same responses already allow shared caches. Negative answers (404) are cached too,
+    so a flood of requests for a draft's number costs no queries either.
+    """
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
+        self._data: dict[int, tuple[float, Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, pk: int, load: Callable[[], Any]) -> Any:
+        now = time.monotonic()
+        hit = self._data.get(pk)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        value = load()
+        with self._lock:
+            if len(self._data) > 4096:
+                self._data.clear()
+            self._data[pk] = (now + self.ttl, value)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+meta_cache = MetaCache(ttl=float(getattr(settings, "OPGRADE_REPORT_META_TTL", 2.0)))
 
 
 # --- CSV ----------------------------------------------------------------------------------

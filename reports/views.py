@@ -10,6 +10,7 @@ hash and status, honour If-None-Match (304), and are Cache-Control: public.
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,12 +26,12 @@ from reports import charts, rendering, selectors
 from reports.context import group_by_tier
 from reports.models import Report
 
-MAX_AGE = int(getattr(settings, "OPGRADE_REPORT_MAX_AGE", 300))
+MAX_AGE = int(getattr(settings, "OPGRADE_REPORT_MAX_AGE", 300))  # seconds shared caches may reuse a page
 
 
 # --- plumbing ---------------------------------------------------------------------------------
 def _meta(pk: int) -> dict[str, Any]:
-    meta = selectors.report_public_meta(pk=pk)
+    meta = rendering.meta_cache.get(pk, lambda: selectors.report_public_meta(pk=pk))
     if meta is None:
         raise Http404("No published report with that number.")
     return meta
@@ -51,15 +52,25 @@ def cached_response(
     request: HttpRequest, meta: dict[str, Any], kind: str, render: Callable[[], bytes], content_type: str,
     *, filename: str | None = None,
 ) -> HttpResponse:
-    etag = etag_for(meta, kind)
+    key = (kind, meta["id"], meta["content_hash"], meta["status"], meta.get("superseded_by__id"))
+    # Compressible bodies are also kept gzipped (once per content hash), so clients that
+    # accept gzip get a tenth of the bytes at no per-request compression cost.
+    gzipped = content_type != "application/pdf" and "gzip" in request.headers.get("Accept-Encoding", "")
+    etag = etag_for(meta, kind + (".gz" if gzipped else ""))
     if _matches(request, etag):
         response: HttpResponse = HttpResponseNotModified()
     else:
-        key = (kind, meta["id"], meta["content_hash"], meta["status"], meta.get("superseded_by__id"))
-        response = HttpResponse(rendering.cache.get_or_render(key, render), content_type=content_type)
+        body = rendering.cache.get_or_render(key, render)
+        if gzipped:
+            body = rendering.cache.get_or_render((*key, "gzip"), lambda: gzip.compress(body, 6, mtime=0))
+            response = HttpResponse(body, content_type=content_type)
+            response["Content-Encoding"] = "gzip"
+        else:
+            response = HttpResponse(body, content_type=content_type)
         if filename:
             response["Content-Disposition"] = f'inline; filename="{filename}"'
     response["ETag"] = etag
+    response["Vary"] = "Accept-Encoding"
     response["X-Content-Hash"] = meta["content_hash"]
     patch_cache_control(response, public=True, max_age=MAX_AGE)
     return response

@@ -61,7 +61,9 @@ def public_report_payload(report: Report) -> dict[str, Any]:
 
 def public_report_bytes(pk: int) -> bytes:
     report = selectors.report_public_queryset().select_related("cycle", "published_by").get(pk=pk)
-    return json.dumps(public_report_payload(report), ensure_ascii=False, sort_keys=True).encode("utf-8")
+    return json.dumps(
+        public_report_payload(report), ensure_ascii=False, sort_keys=True, separators=(",", ":")
+    ).encode("utf-8")
 
 
 class PublicReportList(APIView):

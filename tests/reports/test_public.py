@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from reports import services
-from reports.rendering import cache
+from reports.rendering import cache, meta_cache
 from tests.factories import CycleFactory
 from tests.reports.conftest import build_document
 
@@ -19,8 +19,10 @@ from tests.reports.conftest import build_document
 @pytest.fixture(autouse=True)
 def _fresh_cache():
     cache.clear()
+    meta_cache.clear()
     yield
     cache.clear()
+    meta_cache.clear()
 
 
 def _pages(report):
@@ -227,3 +229,17 @@ def test_the_methodology_page_diffs_against_the_previous_rubric_version(client, 
     assert "criterion nccl-bw.anchor_best: 400.0 -&gt; 450.0" in body
     assert "parameter coverage_floor: 0.6 -&gt; 0.7" in body
     assert "first published rubric version" in client.get("/methodology/opgrade/test.1/").content.decode()
+
+
+def test_clients_that_accept_gzip_get_the_same_document_compressed(client, make_published):
+    import gzip
+
+    report = make_published()
+    plain = client.get(f"/api/public/reports/{report.pk}/")
+    packed = client.get(f"/api/public/reports/{report.pk}/", HTTP_ACCEPT_ENCODING="gzip, br")
+    assert packed["Content-Encoding"] == "gzip" and "Accept-Encoding" in packed["Vary"]
+    assert gzip.decompress(packed.content) == plain.content
+    assert len(packed.content) < len(plain.content) / 3
+    assert packed["ETag"] != plain["ETag"]
+    assert client.get(f"/api/public/reports/{report.pk}/", HTTP_ACCEPT_ENCODING="gzip",
+                      HTTP_IF_NONE_MATCH=packed["ETag"]).status_code == 304
