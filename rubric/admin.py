@@ -102,7 +102,11 @@ class CriterionInline(FrozenInlineMixin, admin.StackedInline):
         if db_field.name == "area":
             object_id = request.resolver_match.kwargs.get("object_id") if request.resolver_match else None
             kwargs["queryset"] = Area.objects.filter(rubric_version_id=object_id) if object_id else Area.objects.none()
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+        field = super().formfield_for_foreignkey(db_field, request, **kwargs)
+        if db_field.name == "area" and field is not None:
+            # Evaluate the choices once, not once per criterion form (a draft has 40 of them).
+            field.choices = list(field.choices)
+        return field
 
 
 class RubricImportForm(forms.Form):

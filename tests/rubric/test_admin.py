@@ -130,3 +130,21 @@ def test_the_clone_action_leads_to_the_clone_page(admin_client, frozen):
     })
     assert response.status_code == 302
     assert response["Location"] == reverse("admin:rubric_rubricversion_clone", args=[frozen.pk])
+
+
+def test_the_shipped_rubric_page_renders_read_only_in_a_bounded_number_of_queries(admin_client):
+    version = rubric_version_import(text=SHIPPED.read_text(), filename="s", freeze=True).rubric_version
+    with CaptureQueriesContext(connection) as queries:
+        response = admin_client.get(change_url(version))
+    assert response.status_code == 200
+    assert "tenant_metric_isolation" in response.content.decode()
+    assert len(queries) < 30, [q["sql"] for q in queries]
+
+
+def test_a_draft_with_many_criteria_renders_in_a_bounded_number_of_queries(admin_client):
+    frozen = rubric_version_import(text=SHIPPED.read_text(), filename="s", freeze=True).rubric_version
+    draft = rubric_version_clone(source=frozen, version="2026.2")
+    with CaptureQueriesContext(connection) as queries:
+        response = admin_client.get(change_url(draft))
+    assert response.status_code == 200 and 'name="_save"' in response.content.decode()
+    assert len(queries) < 30, len(queries)
