@@ -275,7 +275,10 @@ def parse_rubric(text: str, *, filename: str = "<rubric>") -> RubricSpec:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
-        raise RubricFormatError([RubricProblem(filename, line, "", f"bad YAML: {exc.problem or exc}")]) from exc
+        message = f"bad YAML: {exc.problem or exc}"
+        if exc.context and exc.context_mark and exc.context_mark.line + 1 != line:
+            message += f" ({exc.context}, which started on line {exc.context_mark.line + 1})"
+        raise RubricFormatError([RubricProblem(filename, line, "", message)]) from exc
     except yaml.YAMLError as exc:
         raise RubricFormatError([RubricProblem(filename, None, "", f"bad YAML: {exc}")]) from exc
     if root is None:

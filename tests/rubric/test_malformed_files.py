@@ -46,10 +46,16 @@ def test_the_small_fixture_is_valid(small_yaml):
 def test_bad_yaml_names_the_line(small_yaml, tmp_path):
     text = small_yaml.replace("  title: Provisioning", "  title: [Provisioning")
     message = refuse(text, tmp_path)
-    assert "bad YAML" in message
-    assert f"bad-rubric.yaml:{line_of(text, '[Provisioning') + 1}" in message or (
-        f"bad-rubric.yaml:{line_of(text, '[Provisioning')}" in message
-    )
+    opened = line_of(text, "[Provisioning")
+    # The parser notices on the next line and says where the unclosed list started.
+    assert f"bad-rubric.yaml:{opened + 1}: bad YAML: expected ',' or ']'" in message
+    assert f"which started on line {opened}" in message
+
+
+def test_a_tab_in_the_indentation_is_bad_yaml(small_yaml, tmp_path):
+    text = small_yaml.replace("  weight: 0.4\n", "  weight: 0.4\n \tbad: tab\n")
+    message = refuse(text, tmp_path)
+    assert f"bad-rubric.yaml:{line_of(text, 'bad: tab')}: bad YAML:" in message
 
 
 def test_an_empty_file_is_refused(tmp_path):
