@@ -265,7 +265,7 @@ def node_targets(lay: Layout, nodes: dict[str, dict[str, Any]]) -> str:
     targets = [
         {"targets": [f"{n['address']}:{NODE_EXPORTER_PORT}"], "labels": {"node": name}}
         for name, n in sorted(nodes.items())
-        if n["status"] in ("ready", "faulty")
+        if n["status"] in ("booting", "ready", "faulty")
     ]
     return json.dumps(targets)
 
