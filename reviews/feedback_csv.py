@@ -80,9 +80,9 @@ def feedback_csv_parse(
     """Parse and validate a survey export; return good rows and every bad row's errors."""
     if not pseudonym_key:
         raise ValueError("a pseudonym key is required to hash respondent organisations")
-    reader = csv.DictReader(io.StringIO(text.lstrip("\ufeff"), newline=""))
-    header = [h.strip() for h in (reader.fieldnames or [])]
-    if not header:
+    reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""))
+    header = [h.strip() for h in next(reader, [])]
+    if not any(header):
         return ParseResult(errors=(RowError(1, "the file is empty: expected a header row"),))
     missing = sorted(REQUIRED - set(header))
     unknown = sorted(set(header) - set(COLUMNS))
@@ -95,16 +95,29 @@ def feedback_csv_parse(
         if len(set(header)) != len(header):
             parts.append("duplicate column names")
         return ParseResult(errors=(RowError(1, "; ".join(parts) + f"; expected {', '.join(COLUMNS)}"),))
-    reader.fieldnames = header
 
     rows: list[FeedbackRow] = []
     errors: list[RowError] = []
-    line = 1
-    for count, raw in enumerate(reader, start=1):
-        line = reader.line_num
+    line = reader.line_num
+    count = 0
+    while True:
+        line = reader.line_num + 1  # a record's number is the line it starts on
+        try:
+            fields = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            errors.append(RowError(line, f"not valid CSV: {exc}"))
+            break
+        if not fields or not any(f.strip() for f in fields):
+            continue  # blank line
+        count += 1
         if count > MAX_ROWS:
             errors.append(RowError(line, f"too many rows (limit {MAX_ROWS})"))
             break
+        raw: dict[str | None, str | list[str] | None] = dict(zip(header, fields, strict=False))
+        if len(fields) > len(header):
+            raw[None] = fields[len(header):]
         row_errors, parsed = _row_parse(
             raw, line=line, provider_slugs=provider_slugs, rating_keys=rating_keys, key=pseudonym_key
         )
@@ -112,7 +125,7 @@ def feedback_csv_parse(
         if parsed is not None:
             rows.append(parsed)
     if not rows and not errors:
-        errors.append(RowError(line + 1 if line > 1 else 2, "no data rows"))
+        errors.append(RowError(2, "no data rows"))
     return ParseResult(rows=tuple(rows), errors=tuple(errors))
 
 

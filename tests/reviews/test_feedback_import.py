@@ -52,6 +52,20 @@ def test_line_numbers_count_physical_lines_of_quoted_multiline_fields():
     assert [e.line for e in result.errors] == [6]
 
 
+def test_blank_lines_and_ragged_rows_are_reported_on_their_own_line():
+    text = HEADER + "\nalpha,reliability,4,survey,Acme,ok,2026-11-01,extra\nalpha,reliability\n"
+    result = feedback_csv_parse(text, provider_slugs={"alpha"}, rating_keys={"reliability"}, pseudonym_key="k")
+    assert [(e.line, e.message) for e in result.errors] == [
+        (3, "more fields than columns"), (4, "fewer fields than columns"),
+    ]
+
+
+def test_a_multiline_record_is_reported_on_the_line_it_starts():
+    text = HEADER + 'alpha,reliability,9,survey,Acme,"two\nlines",\n'
+    result = feedback_csv_parse(text, provider_slugs={"alpha"}, rating_keys={"reliability"}, pseudonym_key="k")
+    assert [e.line for e in result.errors] == [2]
+
+
 def test_a_wrong_header_is_one_clear_error():
     result = feedback_csv_parse("provider,rating\nalpha,4\n", provider_slugs={"alpha"}, rating_keys={"r"},
                                 pseudonym_key="k")
