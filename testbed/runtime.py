@@ -272,19 +272,25 @@ def wrap_in_node(
 
     Only the network namespace is entered (``nsenter --net``): ``ip netns exec`` would
     remount /sys and hide /sys/fs/cgroup, which slurmd needs. A fresh UTS namespace gives
-    the hostname; a fresh, private mount namespace gets tmpfs mounts over ``tmpfs`` paths
-    and over /boot (holding empty ``vmlinuz-<k>`` files for ``boot_kernels``), which the
-    host never sees. The final ``exec`` keeps the daemon's pid equal to the spawned pid.
+    the hostname; a fresh, private mount namespace gets tmpfs mounts over ``tmpfs`` paths,
+    over /boot (holding empty ``vmlinuz-<k>`` files for ``boot_kernels``) and over
+    /lib/modules (a directory per kernel), which the host never sees. The final ``exec`` keeps the daemon's pid equal to the spawned pid.
     """
     if not netns:
         return list(argv)
     script = [f"hostname {shlex.quote(hostname)}"] if hostname else []
     for path in tmpfs:
         script.append(f"mount -t tmpfs -o size=1m,mode=755 opgtb {shlex.quote(path)}")
+    # each file is written only if its tmpfs is mounted: a failed mount must never write to the host
     if boot_kernels and os.path.isdir("/boot"):
-        script.append("mount -t tmpfs -o size=1m,mode=755 opgtb-boot /boot")
-        for k in boot_kernels:
-            script.append(f": > /boot/vmlinuz-{shlex.quote(k)}; : > /boot/System.map-{shlex.quote(k)}")
+        files = " ".join(
+            f": > /boot/vmlinuz-{shlex.quote(k)}; : > /boot/System.map-{shlex.quote(k)};"
+            for k in boot_kernels
+        )
+        script.append(f"if mount -t tmpfs -o size=1m,mode=755 opgtb-boot /boot; then {files} fi")
+    if boot_kernels and os.path.isdir("/lib/modules"):
+        dirs = " ".join(f"mkdir /lib/modules/{shlex.quote(k)};" for k in boot_kernels)
+        script.append(f"if mount -t tmpfs -o size=1m,mode=755 opgtb-modules /lib/modules; then {dirs} fi")
     script.append('exec "$@"')
     unshare = ["unshare", "--uts"] + (["--mount"] if (tmpfs or boot_kernels) else [])
     return ["nsenter", f"--net=/run/netns/{netns}", *unshare, "sh", "-c", "; ".join(script), "sh", *argv]
