@@ -59,6 +59,10 @@ class ReportAdmin(admin.ModelAdmin):
     ]
     exclude = ["content"]
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Report]:
+        # The document can be large; only the change page's "document" field loads it.
+        return super().get_queryset(request).defer("content")
+
     @admin.display(description="content hash")
     def short_hash(self, report: Report) -> str:
         return report.content_hash[:16]

@@ -109,3 +109,19 @@ def test_the_admin_shows_refusals_and_keeps_the_report(client, cycle, django_use
                            follow=True)
     assert "only publishers" in response.content.decode()
     assert Report.objects.get(pk=draft.pk).status == "fact_check"
+
+
+def test_the_admin_changelist_queries_do_not_grow_with_rows(admin_client, cycle):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            assert admin_client.get("/admin/reports/report/").status_code == 200
+        return len(queries)
+
+    services.report_draft_create(cycle=cycle, snapshot_document=build_document(cycle))
+    one = count()
+    for seed in range(8, 13):
+        services.report_draft_create(cycle=cycle, snapshot_document=build_document(cycle, seed=seed))
+    assert count() == one
