@@ -187,6 +187,17 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_TASK_ALWAYS_EAGER = False
 
+# --- probe runner (probes/services.py) ------------------------------------------------------
+# A running probe's worker refreshes ProbeRun.heartbeat_at this often; a run whose heartbeat is
+# older than the stale limit belongs to a dead worker and may be re-claimed (redelivery, sweeper).
+OPGRADE_PROBE_HEARTBEAT_S = env_int("OPGRADE_PROBE_HEARTBEAT_S", 10, minimum=1)
+OPGRADE_PROBE_STALE_S = env_int("OPGRADE_PROBE_STALE_S", 60, minimum=2)
+# Transient failures (unreachable, timeouts, resets) retry with exponential backoff from this base.
+OPGRADE_PROBE_MAX_ATTEMPTS = env_int("OPGRADE_PROBE_MAX_ATTEMPTS", 3, minimum=1)
+OPGRADE_PROBE_RETRY_BASE_S = env_int("OPGRADE_PROBE_RETRY_BASE_S", 30, minimum=0)
+# A pending run whose task was sent this long ago and never claimed is re-sent by the sweeper.
+OPGRADE_PROBE_RESEND_PENDING_S = env_int("OPGRADE_PROBE_RESEND_PENDING_S", 600, minimum=1)
+
 # --- production hardening ----------------------------------------------------------------
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)

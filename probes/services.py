@@ -1,0 +1,702 @@
+"""Probe runner services: every write the probes app makes goes through a function here.
+
+The run lifecycle (see ``ProbeRun``):
+
+1. ``probe_runs_start`` creates one run per probe for a cluster and scheduled slot. The run's
+   idempotency key hashes (cycle, cluster, probe, target, slot), so firing the same slot twice
+   creates nothing new. The Celery task is sent with ``transaction.on_commit``.
+2. ``probe_run_execute`` (called by the thin task) first CLAIMS the run with one conditional
+   UPDATE: pending -> running, or running-with-a-stale-heartbeat -> running (the previous worker
+   died). Zero rows updated means someone else has it or it is finished: nothing is done, nothing
+   written. A duplicate delivery therefore never runs a probe twice.
+3. Targets are measured with bounded fan-out (the cluster's politeness limit). Each target's
+   findings are written in their own transaction, through ``finding_record`` (the one hand-off
+   to ratings), so a run redelivered after a crash resumes with the targets not yet measured and
+   ends with exactly one finding per target and metric.
+4. Transient transport errors (unreachable, timeouts, resets) send the run back to pending and
+   the task retries with exponential backoff, up to ``OPGRADE_PROBE_MAX_ATTEMPTS``; then the
+   unmeasured targets get ``error`` findings. Permanent errors (changed host key, refused
+   credentials) end the run as ``error`` at once, flagged for an analyst, with no retry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Q
+from django.dispatch import Signal
+from django.utils import timezone
+
+from config.crypto import secret_decrypt, secret_encrypt
+from probes.catalog import probe_get
+from probes.catalog.base import (
+    FindingDraft,
+    Outcome,
+    Probe,
+    ProbeContext,
+    ProviderApi,
+    Requirement,
+    Scope,
+    Target,
+    Tenant,
+)
+from probes.fanout import Outcome as Outcome_
+from probes.fanout import fan_out
+from probes.models import ClusterAccess, Finding, HostKeyPin, ProbeRun, ProbeSchedule, TenantAccount
+from probes.transport import (
+    Command,
+    Credentials,
+    Endpoint,
+    HostKey,
+    SshPool,
+    TransportError,
+    check_private_key,
+    host_key_fetch,
+)
+from ratings.models import Cluster, Cycle
+
+logger = logging.getLogger(__name__)
+
+#: Sent (after commit) for every stored finding: ratings binds findings to criteria from here.
+finding_recorded = Signal()
+
+PoolFactory = Callable[..., Any]
+
+
+class ProbeRunError(Exception):
+    """Bad input to a probe-runner service; nothing was written."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Secrets and access
+# ------------------------------------------------------------------------------------------------
+
+
+def tenant_account_set_secrets(
+    *,
+    account: TenantAccount,
+    private_key: str | None = None,
+    passphrase: str | None = None,
+    password: str | None = None,
+) -> TenantAccount:
+    """Store a tenant's key (checked readable first), passphrase or password, encrypted."""
+    if private_key:
+        try:
+            check_private_key(private_key, passphrase or None)
+        except TransportError as exc:
+            raise ProbeRunError(str(exc)) from exc
+        account.private_key_encrypted = secret_encrypt(private_key)
+        account.passphrase_encrypted = secret_encrypt(passphrase) if passphrase else ""
+    if password:
+        account.password_encrypted = secret_encrypt(password)
+    if not account.private_key_encrypted and not account.password_encrypted:
+        raise ProbeRunError("a tenant account needs a private key or a password")
+    account.save()
+    return account
+
+
+def cluster_access_set_api_token(*, access: ClusterAccess, token: str) -> ClusterAccess:
+    access.api_token_encrypted = secret_encrypt(token) if token else ""
+    access.save(update_fields=["api_token_encrypted"])
+    return access
+
+
+def _pins_by_host(cluster: Cluster) -> dict[tuple[str, int], tuple[HostKey, ...]]:
+    pins: dict[tuple[str, int], list[HostKey]] = {}
+    for pin in HostKeyPin.objects.filter(cluster=cluster):
+        pins.setdefault((pin.host, pin.port), []).append(HostKey(pin.key_type, pin.fingerprint))
+    return {k: tuple(v) for k, v in pins.items()}
+
+
+def _parse_node_line(line: str) -> tuple[str, int]:
+    host, _, port = line.strip().rpartition(":") if line.count(":") == 1 else (line.strip(), "", "")
+    if not port:
+        return line.strip(), 22
+    if not port.isdigit():
+        raise ProbeRunError(f"bad compute node line {line!r}: expected host or host:port")
+    return host, int(port)
+
+
+def cluster_endpoints(*, cluster: Cluster) -> tuple[Endpoint | None, list[Endpoint]]:
+    """The login endpoint and the listed compute nodes (behind it), each with its pins."""
+    access = ClusterAccess.objects.filter(cluster=cluster).first()
+    if access is None:
+        return None, []
+    pins = _pins_by_host(cluster)
+    login = Endpoint(
+        host=access.login_host,
+        port=access.login_port,
+        host_keys=pins.get((access.login_host, access.login_port), ()),
+    )
+    nodes = []
+    for line in access.compute_nodes.splitlines():
+        if line.strip():
+            host, port = _parse_node_line(line)
+            nodes.append(Endpoint(host=host, port=port, host_keys=pins.get((host, port), ()), jump=login))
+    return login, nodes
+
+
+def probe_context_build(*, cluster: Cluster, pool_factory: PoolFactory = SshPool) -> ProbeContext:
+    """Everything a probe may use about ``cluster``, with secrets decrypted in memory only."""
+    access = ClusterAccess.objects.filter(cluster=cluster).first()
+    login, nodes = cluster_endpoints(cluster=cluster)
+    tenants = [
+        Tenant(
+            label=a.label,
+            credentials=Credentials(
+                username=a.username,
+                private_key=secret_decrypt(a.private_key_encrypted) if a.private_key_encrypted else None,
+                passphrase=secret_decrypt(a.passphrase_encrypted) if a.passphrase_encrypted else None,
+                password=secret_decrypt(a.password_encrypted) if a.password_encrypted else None,
+            ),
+        )
+        for a in TenantAccount.objects.filter(cluster=cluster).order_by("label")
+    ]
+    api = None
+    if access is not None and access.api_base_url and access.api_token_encrypted:
+        api = ProviderApi(base_url=access.api_base_url, token=secret_decrypt(access.api_token_encrypted))
+    capabilities = set()
+    if login is not None and tenants:
+        capabilities.add(Requirement.SSH)
+    if cluster.orchestrator == Cluster.Orchestrator.SLURM:
+        capabilities.add(Requirement.SLURM)
+    if cluster.gpu_count > 0:
+        capabilities.add(Requirement.GPU)
+    if api is not None:
+        capabilities.add(Requirement.PROVIDER_API)
+    if len(tenants) >= 2:
+        capabilities.add(Requirement.TWO_TENANTS)
+    return ProbeContext(
+        provider=cluster.provider.name,
+        cluster=cluster.name,
+        login=login,
+        nodes=nodes,
+        tenants=tenants,
+        facts={
+            "gpu_model": cluster.gpu_model,
+            "gpu_count": str(cluster.gpu_count),
+            "orchestrator": cluster.orchestrator,
+        },
+        capabilities=capabilities,
+        api=api,
+        settings=access.settings if access else {},
+        disruptive_allowed=bool(access and access.disruptive_opt_in),
+        max_concurrency=access.max_concurrency if access else 1,
+        pool_factory=pool_factory,
+    )
+
+
+SINFO_NODES = Command("sinfo -N -h -o {fmt}", fmt="%n")
+
+
+def nodes_discover(*, ctx: ProbeContext) -> None:
+    """Add the scheduler's nodes (Slurm NodeHostname) to ``ctx.nodes``, behind the login node."""
+    if ctx.login is None or Requirement.SLURM not in ctx.capabilities:
+        return
+    result = ctx.ssh(ctx.login).run(SINFO_NODES, timeout_s=30)
+    if not result.ok:
+        raise ProbeRunError(f"node discovery failed: sinfo exited {result.exit_code}")
+    known = {(n.host, n.port) for n in ctx.nodes}
+    extra = []
+    for name in dict.fromkeys(line.strip() for line in result.stdout.splitlines() if line.strip()):
+        if (name, 22) not in known:
+            extra.append(Endpoint(host=name, port=22, jump=ctx.login))
+    ctx.nodes = ctx.nodes + tuple(extra)
+
+
+@dataclass(frozen=True)
+class FetchedHostKey:
+    host: str
+    port: int
+    key_type: str = ""
+    fingerprint: str = ""
+    pinned: bool = False
+    error: str = ""
+
+
+def host_keys_fetch(*, cluster: Cluster, pool_factory: PoolFactory = SshPool) -> list[FetchedHostKey]:
+    """Read (never store) the host keys the cluster's hosts offer, for an analyst to inspect.
+
+    The login node is read directly. Compute nodes are read through the login node, which must be
+    pinned already (we authenticate to it to open the tunnel); otherwise they report that.
+    """
+    login, nodes = cluster_endpoints(cluster=cluster)
+    if login is None:
+        raise ProbeRunError("the cluster has no access endpoints yet")
+    pinned = {(p.host, p.port, p.fingerprint) for p in HostKeyPin.objects.filter(cluster=cluster)}
+    out: list[FetchedHostKey] = []
+
+    def entry(host: str, port: int, key: HostKey) -> FetchedHostKey:
+        return FetchedHostKey(
+            host, port, key.key_type, key.fingerprint, (host, port, key.fingerprint) in pinned
+        )
+
+    try:
+        out.append(entry(login.host, login.port, host_key_fetch(host=login.host, port=login.port)))
+    except TransportError as exc:
+        return [FetchedHostKey(login.host, login.port, error=str(exc))]
+    if not nodes:
+        return out
+    ctx = probe_context_build(cluster=cluster, pool_factory=pool_factory)
+    try:
+        via = ctx.ssh(login) if login.host_keys else None
+        for node in nodes:
+            if via is None:
+                out.append(FetchedHostKey(node.host, node.port, error="pin the login node first"))
+                continue
+            try:
+                out.append(
+                    entry(node.host, node.port, host_key_fetch(host=node.host, port=node.port, via=via))
+                )
+            except TransportError as exc:
+                out.append(FetchedHostKey(node.host, node.port, error=str(exc)))
+    except (TransportError, LookupError) as exc:
+        out += [FetchedHostKey(n.host, n.port, error=f"login node: {exc}") for n in nodes]
+    finally:
+        ctx.close()
+    return out
+
+
+def host_key_pin(
+    *, cluster: Cluster, host: str, port: int, key_type: str, fingerprint: str, user: Any = None
+) -> HostKeyPin:
+    """Record the fingerprint an analyst was shown. Replaces an older pin of the same key type."""
+    HostKey(key_type=key_type, fingerprint=fingerprint)  # validates the form
+    pin, _ = HostKeyPin.objects.update_or_create(
+        cluster=cluster,
+        host=host,
+        port=port,
+        key_type=key_type,
+        defaults={
+            "fingerprint": fingerprint,
+            "recorded_by": user if user and user.is_authenticated else None,
+        },
+    )
+    return pin
+
+
+# ------------------------------------------------------------------------------------------------
+# Creating and sending runs
+# ------------------------------------------------------------------------------------------------
+
+
+def probe_run_idempotency_key(
+    *, cycle_id: int | None, cluster_id: int, probe_id: str, target: str, slot: datetime
+) -> str:
+    raw = f"{cycle_id or '-'}|{cluster_id}|{probe_id}|{target}|{slot.astimezone(UTC).isoformat()}"
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def _time_limits(probe: type[Probe], hosts: int, concurrency: int) -> tuple[int, int]:
+    """Soft and hard Celery time limits, above the longest the probe may legitimately take."""
+    waves = max(1, math.ceil(hosts / max(1, concurrency)))
+    soft = probe.timeout_s * waves * 2 + 60
+    return soft, soft + 30
+
+
+def probe_run_send(*, run: ProbeRun) -> None:
+    """Send the run's task once the current transaction commits (never before the row exists)."""
+    from probes.tasks import probe_run_execute_task
+
+    probe = probe_get(run.probe_id)
+    access = ClusterAccess.objects.filter(cluster_id=run.cluster_id).first()
+    hosts = 1 + len([x for x in (access.compute_nodes.splitlines() if access else []) if x.strip()])
+    soft, hard = _time_limits(probe, hosts, access.max_concurrency if access else 1)
+    ProbeRun.objects.filter(pk=run.pk).update(sent_at=timezone.now())
+    run_id = run.pk
+    transaction.on_commit(
+        lambda: probe_run_execute_task.apply_async(
+            (run_id,), queue="probes", soft_time_limit=soft, time_limit=hard
+        )
+    )
+
+
+@transaction.atomic
+def probe_runs_start(
+    *,
+    cluster: Cluster,
+    probe_ids: Sequence[str],
+    slot: datetime | None = None,
+    cycle: Cycle | None = None,
+    schedule: ProbeSchedule | None = None,
+) -> list[ProbeRun]:
+    """Create (or find) one run per probe for this cluster and slot, and send the new ones."""
+    if not probe_ids:
+        raise ProbeRunError("no probes given")
+    probes = [probe_get(p) for p in dict.fromkeys(probe_ids)]  # UnknownProbe before any write
+    slot = slot or timezone.now()
+    runs = []
+    for probe in probes:
+        key = probe_run_idempotency_key(
+            cycle_id=cycle.pk if cycle else None,
+            cluster_id=cluster.pk,
+            probe_id=probe.id,
+            target="cluster",
+            slot=slot,
+        )
+        run, created = ProbeRun.objects.get_or_create(
+            idempotency_key=key,
+            defaults={
+                "cluster": cluster,
+                "cycle": cycle,
+                "schedule": schedule,
+                "probe_id": probe.id,
+                "probe_version": str(probe.version),
+                "target": "cluster",
+                "scheduled_for": slot,
+            },
+        )
+        if created:
+            probe_run_send(run=run)
+        runs.append(run)
+    return runs
+
+
+def probe_schedule_fire(*, schedule_id: int, now: datetime | None = None) -> list[ProbeRun]:
+    """Beat fired a schedule: start its probes for the current minute's slot (idempotent)."""
+    schedule = (
+        ProbeSchedule.objects.select_related("cluster", "cycle").filter(pk=schedule_id, enabled=True).first()
+    )
+    if schedule is None:
+        return []
+    slot = (now or timezone.now()).replace(second=0, microsecond=0)
+    return probe_runs_start(
+        cluster=schedule.cluster,
+        probe_ids=schedule.probes,
+        slot=slot,
+        cycle=schedule.cycle,
+        schedule=schedule,
+    )
+
+
+def probe_schedule_run_now(*, schedule: ProbeSchedule) -> list[ProbeRun]:
+    return probe_runs_start(
+        cluster=schedule.cluster, probe_ids=schedule.probes, cycle=schedule.cycle, schedule=schedule
+    )
+
+
+@transaction.atomic
+def probe_schedule_sync(*, schedule: ProbeSchedule) -> ProbeSchedule:
+    """Create or update the django-celery-beat PeriodicTask that fires ``schedule``."""
+    from django_celery_beat.models import PeriodicTask
+
+    for probe_id in schedule.probes:
+        probe_get(probe_id)
+    task = schedule.periodic_task or PeriodicTask(name=f"probe schedule {schedule.pk}: {schedule.name}"[:200])
+    task.name = f"probe schedule {schedule.pk}: {schedule.name}"[:200]
+    task.task = "probes.probe_schedule_fire"
+    task.args = f"[{schedule.pk}]"
+    task.queue = "default"
+    task.crontab = schedule.crontab
+    task.interval = schedule.interval
+    task.enabled = schedule.enabled
+    task.save()
+    if schedule.periodic_task_id != task.pk:
+        schedule.periodic_task = task
+        schedule.save(update_fields=["periodic_task"])
+    return schedule
+
+
+# ------------------------------------------------------------------------------------------------
+# Claiming and executing
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExecuteResult:
+    """What a delivery of the task did. ``retry_in``: send the task again after this many seconds."""
+
+    status: str
+    retry_in: float | None = None
+    findings: int = 0
+
+
+def probe_run_claim(*, run_id: int, worker: str) -> ProbeRun | None:
+    """Atomically take a run: pending, or running under a dead worker (stale heartbeat).
+
+    One UPDATE with the condition in its WHERE clause: of two concurrent deliveries exactly one
+    gets a row back. Returns None when the run is finished or held by a live worker.
+    """
+    now = timezone.now()
+    token = f"{worker}/{uuid.uuid4().hex[:12]}"[-200:]  # unique per claim, so only its holder can finish it
+    stale = now - timedelta(seconds=settings.OPGRADE_PROBE_STALE_S)
+    claimable = Q(status=ProbeRun.Status.PENDING) | Q(status=ProbeRun.Status.RUNNING, heartbeat_at__lt=stale)
+    updated = (
+        ProbeRun.objects.filter(pk=run_id)
+        .filter(claimable)
+        .update(
+            status=ProbeRun.Status.RUNNING,
+            attempt=F("attempt") + 1,
+            heartbeat_at=now,
+            claimed_by=token,
+        )
+    )
+    if not updated:
+        return None
+    run = ProbeRun.objects.select_related("cluster__provider").get(pk=run_id)
+    if run.started_at is None:
+        ProbeRun.objects.filter(pk=run_id, started_at__isnull=True).update(started_at=now)
+        run.started_at = now
+    return run
+
+
+class _Heartbeat:
+    """Refreshes the run's heartbeat from a side thread while the probe works."""
+
+    def __init__(self, run_id: int, worker: str) -> None:
+        self.run_id, self.worker = run_id, worker
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{run_id}", daemon=True)
+
+    def _beat(self) -> None:
+        try:
+            while not self._stop.wait(settings.OPGRADE_PROBE_HEARTBEAT_S):
+                ProbeRun.objects.filter(
+                    pk=self.run_id, status=ProbeRun.Status.RUNNING, claimed_by=self.worker
+                ).update(heartbeat_at=timezone.now())
+        finally:
+            connection.close()
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+
+def finding_record(
+    *, run: ProbeRun, draft: FindingDraft, started_at: datetime, finished_at: datetime
+) -> Finding | None:
+    """Store one finding: the single hand-off of probe evidence to ratings.
+
+    Ratings' selectors read Finding rows and bind them to criteria through the rubric's probe
+    bindings; ``finding_recorded`` tells any listener after the commit. A second write for the same
+    run, target and metric (a duplicate delivery that slipped past the claim) is refused by the
+    unique constraint and returns None: nothing is written twice.
+    """
+    try:
+        with transaction.atomic():
+            finding = Finding.objects.create(
+                run=run,
+                probe_id=run.probe_id,
+                probe_version=run.probe_version,
+                target=draft.target[:200],
+                metric=draft.metric,
+                outcome=str(draft.outcome),
+                value=draft.value,
+                unit=draft.unit,
+                critical=draft.critical,
+                summary=draft.summary[:500],
+                evidence=dict(draft.evidence),
+                threshold_ref=draft.threshold_ref[:200],
+                started_at=started_at,
+                finished_at=finished_at,
+                attempt=run.attempt,
+            )
+    except IntegrityError:
+        if not Finding.objects.filter(run=run, target=draft.target[:200], metric=draft.metric).exists():
+            raise
+        logger.warning(
+            "probe run %s: finding for %s/%s exists; not written twice", run.pk, draft.target, draft.metric
+        )
+        return None
+    transaction.on_commit(lambda: finding_recorded.send(sender=Finding, finding=finding))
+    return finding
+
+
+@dataclass
+class _TargetFailure:
+    target: Target
+    error: BaseException
+
+
+@dataclass
+class _RunState:
+    failures: list[_TargetFailure] = field(default_factory=list)
+    written: int = 0
+
+
+def _error_draft(probe: Probe, target: Target, error: BaseException) -> FindingDraft:
+    code = getattr(error, "code", type(error).__name__)
+    return FindingDraft(
+        target=target.name,
+        outcome=Outcome.ERROR,
+        metric=probe.metric.name,
+        summary=f"could not measure: {error}"[:500],
+        evidence={"error_code": code, "transient": bool(getattr(error, "transient", False))},
+    )
+
+
+def _finish(run: ProbeRun, *, status: str, code: str = "", message: str = "", flagged: bool = False) -> None:
+    ProbeRun.objects.filter(pk=run.pk, status=ProbeRun.Status.RUNNING, claimed_by=run.claimed_by).update(
+        status=status,
+        finished_at=timezone.now(),
+        error_code=code[:64],
+        error_message=message[:500],
+        flagged=flagged,
+    )
+
+
+def _release_for_retry(run: ProbeRun, *, code: str, message: str) -> None:
+    ProbeRun.objects.filter(pk=run.pk, status=ProbeRun.Status.RUNNING, claimed_by=run.claimed_by).update(
+        status=ProbeRun.Status.PENDING,
+        error_code=code[:64],
+        error_message=message[:500],
+        sent_at=timezone.now(),
+    )
+
+
+def _measured_targets(run: ProbeRun) -> set[str]:
+    return set(Finding.objects.filter(run=run).values_list("target", flat=True))
+
+
+def probe_run_execute(*, run_id: int, worker: str, pool_factory: PoolFactory = SshPool) -> ExecuteResult:
+    """Claim and run one probe run to a terminal state (or back to pending for a retry)."""
+    run = probe_run_claim(run_id=run_id, worker=worker)
+    if run is None:
+        return ExecuteResult(status="not_claimed")
+    with _Heartbeat(run.pk, run.claimed_by):
+        return _execute_claimed(run, pool_factory)
+
+
+def _execute_claimed(run: ProbeRun, pool_factory: PoolFactory) -> ExecuteResult:
+    probe = probe_get(run.probe_id)()
+    ctx = probe_context_build(cluster=run.cluster, pool_factory=pool_factory)
+    state = _RunState()
+    try:
+        unmet = probe.unmet_requirements(ctx)
+        if unmet or (probe.disruptive and not ctx.disruptive_allowed):
+            reason = (
+                f"requires {', '.join(sorted(unmet))}"
+                if unmet
+                else "disruptive; the cluster has not opted in"
+            )
+            draft = FindingDraft(
+                target="cluster", outcome=Outcome.NOT_APPLICABLE, metric=probe.metric.name, summary=reason
+            )
+            now = timezone.now()
+            written = finding_record(run=run, draft=draft, started_at=now, finished_at=now)
+            _finish(run, status=ProbeRun.Status.DONE)
+            return ExecuteResult(status="done", findings=int(written is not None))
+        try:
+            if (
+                probe.scope is Scope.NODE
+                and ClusterAccess.objects.filter(cluster=run.cluster, discover_nodes=True).exists()
+            ):
+                nodes_discover(ctx=ctx)
+            targets = probe.targets(ctx)
+        except TransportError as exc:
+            targets = [Target(kind=Scope.CLUSTER, name="cluster", endpoint=ctx.login)]
+            state.failures = [_TargetFailure(targets[0], exc)]
+            return _conclude(run, probe, state, targets)
+        done = _measured_targets(run)
+        todo = [t for t in targets if t.name not in done]
+        ProbeRun.objects.filter(pk=run.pk).update(
+            progress_total=len(targets), progress_done=len(targets) - len(todo)
+        )
+
+        # Worker threads only talk to hosts; findings are written here, in the calling thread, as
+        # each target completes (one transaction per target, so a crash loses at most the
+        # targets in flight, and a redelivery resumes from the rest).
+        def measure(target: Target) -> tuple[list[FindingDraft], datetime, datetime]:
+            started = timezone.now()
+            drafts = list(probe.execute(ctx, target))
+            return drafts, started, timezone.now()
+
+        def record(outcome: Outcome_[Target, tuple[list[FindingDraft], datetime, datetime]]) -> None:
+            if outcome.error is not None or outcome.value is None:
+                state.failures.append(
+                    _TargetFailure(outcome.item, outcome.error or RuntimeError("no result"))
+                )
+                return
+            drafts, started, finished = outcome.value
+            if not drafts:
+                state.failures.append(
+                    _TargetFailure(outcome.item, RuntimeError("the probe returned no finding"))
+                )
+                return
+            with transaction.atomic():
+                for draft in drafts:
+                    if (
+                        finding_record(run=run, draft=draft, started_at=started, finished_at=finished)
+                        is not None
+                    ):
+                        state.written += 1
+                ProbeRun.objects.filter(pk=run.pk).update(progress_done=F("progress_done") + 1)
+
+        fan_out(todo, measure, max_concurrency=ctx.max_concurrency, on_done=record)
+        return _conclude(run, probe, state, targets)
+    finally:
+        ctx.close()
+
+
+def _conclude(run: ProbeRun, probe: Probe, state: _RunState, targets: list[Target]) -> ExecuteResult:
+    permanent = [f for f in state.failures if not getattr(f.error, "transient", False)]
+    transient = [f for f in state.failures if getattr(f.error, "transient", False)]
+    if transient and not permanent and run.attempt < settings.OPGRADE_PROBE_MAX_ATTEMPTS:
+        first = transient[0].error
+        _release_for_retry(run, code=getattr(first, "code", "transient"), message=str(first))
+        delay = settings.OPGRADE_PROBE_RETRY_BASE_S * 2 ** (run.attempt - 1)
+        return ExecuteResult(status="retry", retry_in=delay, findings=state.written)
+    now = timezone.now()
+    for failure in state.failures:
+        if finding_record(
+            run=run, draft=_error_draft(probe, failure.target, failure.error), started_at=now, finished_at=now
+        ):
+            state.written += 1
+    if permanent:
+        first = permanent[0].error
+        code = getattr(first, "code", type(first).__name__)
+        flagged = code in {"host_key_changed", "host_key_not_pinned", "auth_failed", "credentials_invalid"}
+        _finish(run, status=ProbeRun.Status.ERROR, code=code, message=str(first), flagged=flagged)
+        return ExecuteResult(status="error", findings=state.written)
+    if state.failures and len(state.failures) >= len(targets):
+        first = state.failures[0].error
+        _finish(run, status=ProbeRun.Status.ERROR, code=getattr(first, "code", "error"), message=str(first))
+        return ExecuteResult(status="error", findings=state.written)
+    _finish(run, status=ProbeRun.Status.DONE)
+    return ExecuteResult(status="done", findings=state.written)
+
+
+def probe_run_fail(*, run_id: int, code: str, message: str) -> None:
+    """End a run that hit its Celery time limit: mark it error and record the unmeasured targets."""
+    ProbeRun.objects.filter(pk=run_id, status=ProbeRun.Status.RUNNING).update(
+        status=ProbeRun.Status.ERROR,
+        finished_at=timezone.now(),
+        error_code=code[:64],
+        error_message=message[:500],
+    )
+
+
+def probe_runs_sweep(*, now: datetime | None = None) -> list[int]:
+    """Re-send runs whose worker died (stale heartbeat) or whose message was lost (never claimed)."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=settings.OPGRADE_PROBE_STALE_S)
+    lost = now - timedelta(seconds=settings.OPGRADE_PROBE_RESEND_PENDING_S)
+    stuck = ProbeRun.objects.filter(
+        Q(status=ProbeRun.Status.RUNNING, heartbeat_at__lt=stale)
+        | Q(status=ProbeRun.Status.PENDING, sent_at__lt=lost)
+        | Q(status=ProbeRun.Status.PENDING, sent_at__isnull=True, created_at__lt=lost)
+    )
+    resent = []
+    with transaction.atomic():
+        for run in stuck.select_for_update(skip_locked=True):
+            probe_run_send(run=run)
+            resent.append(run.pk)
+    return resent
+
+
+def probe_runs_wait(*, run_ids: Iterable[int]) -> list[ProbeRun]:
+    return list(ProbeRun.objects.filter(pk__in=list(run_ids)).order_by("probe_id"))

@@ -1,0 +1,52 @@
+"""Celery tasks of the probes app: thin wrappers that take ids and call one service each.
+
+State lives on ProbeRun rows, not in Celery results. ``acks_late`` + ``reject_on_worker_lost``
+make the broker redeliver a run whose worker died; the atomic claim in ``probe_run_execute`` makes
+that redelivery (or any duplicate) safe. Probe runs go to the ``probes`` queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+
+from probes import services
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(
+    name="probes.probe_run_execute",
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    max_retries=None,  # bounded by OPGRADE_PROBE_MAX_ATTEMPTS on the row, not by Celery
+)
+def probe_run_execute_task(self, run_id: int) -> None:  # type: ignore[no-untyped-def]
+    try:
+        result = services.probe_run_execute(run_id=run_id, worker=f"{socket.gethostname()}:{os.getpid()}")
+    except SoftTimeLimitExceeded:
+        services.probe_run_fail(
+            run_id=run_id, code="time_limit", message="the run exceeded its soft time limit"
+        )
+        return
+    logger.info("probe run %s: %s (%s findings)", run_id, result.status, result.findings)
+    if result.retry_in is not None:
+        raise self.retry(countdown=result.retry_in)
+
+
+@shared_task(name="probes.probe_schedule_fire", ignore_result=True, acks_late=True)
+def probe_schedule_fire_task(schedule_id: int) -> None:
+    services.probe_schedule_fire(schedule_id=schedule_id)
+
+
+@shared_task(name="probes.probe_run_sweep", ignore_result=True)
+def probe_run_sweep_task() -> None:
+    resent = services.probe_runs_sweep()
+    if resent:
+        logger.warning("re-sent %d stuck probe runs: %s", len(resent), resent)
