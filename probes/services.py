@@ -329,8 +329,13 @@ def probe_runs_start(
     slot: datetime | None = None,
     cycle: Cycle | None = None,
     schedule: ProbeSchedule | None = None,
+    send: bool = True,
 ) -> list[ProbeRun]:
-    """Create (or find) one run per probe for this cluster and slot, and send the new ones."""
+    """Create (or find) one run per probe for this cluster and slot, and send the new ones.
+
+    ``send=False`` leaves them pending for the caller to execute in-process (``run_probes --inline``);
+    the sweeper would still pick them up if that caller died.
+    """
     if not probe_ids:
         raise ProbeRunError("no probes given")
     probes = [probe_get(p) for p in dict.fromkeys(probe_ids)]  # UnknownProbe before any write
@@ -356,7 +361,7 @@ def probe_runs_start(
                 "scheduled_for": slot,
             },
         )
-        if created:
+        if created and send:
             probe_run_send(run=run)
         runs.append(run)
     return runs
