@@ -5,7 +5,8 @@ Use it from any test package's ``conftest.py``::
     pytest_plugins = ["testbed.pytest_helpers"]
 
 which gives two session-scoped fixtures, ``testbed_exemplary`` and ``testbed_leaky``
-(testbeds ``ptex`` and ``ptlk``, two compute nodes each), returning
+(testbeds ``ptex`` and ``ptlk``, two compute nodes each; the ``pt`` prefix comes from
+``OPGRADE_TESTBED_PREFIX``), returning
 :class:`testbed.api.TestbedInfo`. Each is brought up once per session, on first use, and
 removed at the end (set ``OPGRADE_TESTBED_KEEP=1`` to keep them). Treat them as shared
 and read-only: submit jobs, query metrics, but do not inject faults or release nodes;
@@ -37,7 +38,19 @@ import pytest
 from testbed import api, runtime
 from testbed.errors import TestbedError
 
-SHARED = {"exemplary": "ptex", "leaky": "ptlk"}
+PREFIX = os.environ.get("OPGRADE_TESTBED_PREFIX", "pt")
+
+
+def prefixed_name(suffix: str) -> str:
+    """A testbed name for tests: ``OPGRADE_TESTBED_PREFIX`` (default ``pt``) + ``suffix``.
+
+    Two pytest sessions on one machine (two developers, two worktrees) each set their own
+    prefix so that one session's teardown never removes the other's testbeds.
+    """
+    return f"{PREFIX}{suffix}"
+
+
+SHARED = {"exemplary": prefixed_name("ex"), "leaky": prefixed_name("lk")}
 
 
 def missing_testbed_requirements() -> str | None:

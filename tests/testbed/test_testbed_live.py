@@ -21,7 +21,7 @@ import pytest
 from testbed import api, runtime
 from testbed.errors import TestbedError
 from testbed.layout import NETNS_PREFIX
-from testbed.pytest_helpers import http_json, http_request, running_testbed, ssh_run
+from testbed.pytest_helpers import http_json, http_request, prefixed_name, running_testbed, ssh_run
 
 pytestmark = pytest.mark.testbed
 
@@ -52,7 +52,7 @@ def both(testbed_exemplary: Info, testbed_leaky: Info) -> dict[str, Info]:
 
 @pytest.fixture(scope="module")
 def fault_bed() -> Iterator[Info]:
-    with running_testbed("exemplary", name="ptflt", nodes=2) as info:
+    with running_testbed("exemplary", name=prefixed_name("flt"), nodes=2) as info:
         yield info
 
 
@@ -413,7 +413,7 @@ def test_flaky_drops_node_links_at_random_and_detects_slowly() -> None:
         "faults": {"drop_rate_per_hour": 36000, "drop_duration_s": 2},
         "slurm": {"accounting": False},
     }
-    with running_testbed("flaky", name="ptfly", nodes=1, overrides=overrides) as info:
+    with running_testbed("flaky", name=prefixed_name("fly"), nodes=1, overrides=overrides) as info:
         out = ok(ssh_run(info, "a", "scontrol show config | grep -E '^SlurmdTimeout'"))
         assert out.split()[-2:] == ["120", "sec"]
 
@@ -425,11 +425,11 @@ def test_flaky_drops_node_links_at_random_and_detects_slowly() -> None:
 
 
 def test_down_of_an_unknown_testbed_is_a_harmless_no_op() -> None:
-    assert api.down("ptnever") == {"netns": [], "links": [], "processes": [], "files": False}
+    assert api.down(prefixed_name("never")) == {"netns": [], "links": [], "processes": [], "files": False}
 
 
 def test_down_after_a_crash_leaves_nothing() -> None:
-    with running_testbed("leaky", name="ptdown", nodes=1) as info:
+    with running_testbed("leaky", name=prefixed_name("down"), nodes=1) as info:
         st = json.loads((api.BASE_DIR / info.name / "state.json").read_text())
         pids = [st["agent"]["pid"], *(p["pid"] for p in st["processes"].values())]
         runtime.kill_all([st["agent"]], timeout=3)  # the agent dies: its daemons live on
