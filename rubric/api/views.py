@@ -122,7 +122,7 @@ class RubricVersionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSe
 
     @extend_schema(responses={(200, "application/yaml"): str})
     @action(detail=True, methods=["get"], url_path="export")
-    def export(self, request: Request, pk: str | None = None) -> HttpResponse:
+    def export(self, request: Request, pk: str | None = None, **kwargs: Any) -> HttpResponse:
         version = self.get_object()
         text = rubric_version_export(rubric_version=version)
         response = HttpResponse(text.encode("utf-8"), content_type="application/yaml; charset=utf-8")
@@ -137,7 +137,7 @@ class RubricVersionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSe
     )
     @action(detail=False, methods=["post"], url_path="import",
             parser_classes=[YamlParser, TextYamlParser, PlainTextParser, MultiPartParser])
-    def import_yaml(self, request: Request) -> Response:
+    def import_yaml(self, request: Request, **kwargs: Any) -> Response:
         upload = request.FILES.get("file") if hasattr(request, "FILES") else None
         if upload is not None:
             try:
@@ -163,7 +163,7 @@ class RubricVersionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSe
 
     @extend_schema(request=None, responses={200: RubricVersionSerializer})
     @action(detail=True, methods=["post"])
-    def freeze(self, request: Request, pk: str | None = None) -> Response:
+    def freeze(self, request: Request, pk: str | None = None, **kwargs: Any) -> Response:
         try:
             version = rubric_version_freeze(rubric_version=self.get_object())
         except RubricFormatError as exc:
@@ -172,7 +172,7 @@ class RubricVersionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSe
 
     @extend_schema(request=CloneInputSerializer, responses={201: RubricVersionSerializer})
     @action(detail=True, methods=["post"])
-    def clone(self, request: Request, pk: str | None = None) -> Response:
+    def clone(self, request: Request, pk: str | None = None, **kwargs: Any) -> Response:
         data = CloneInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
@@ -188,7 +188,7 @@ class RubricVersionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSe
 
     @extend_schema(parameters=[OpenApiParameter("other", int, description="Version to compare against (default: the parent).")])
     @action(detail=True, methods=["get"])
-    def diff(self, request: Request, pk: str | None = None) -> Response:
+    def diff(self, request: Request, pk: str | None = None, **kwargs: Any) -> Response:
         version = self.get_object()
         other_id = request.query_params.get("other")
         if other_id:
