@@ -85,6 +85,11 @@ ACCESS: dict[str, Entry] = {
     "api/v1/clusters/<pk>/": _get(STAFF, obj="b_cluster"),
     "api/v1/cycles/": _get(STAFF),
     "api/v1/cycles/<slug>/": _get(STAFF, obj="cycle_b_only"),
+    # Score snapshots and tiers: staff only until published (reports serve the public copy).
+    "api/v1/score-snapshots/": _get(STAFF),
+    "api/v1/score-snapshots/<pk>/": _get(STAFF, obj="snapshot"),
+    "api/v1/tier-assignments/": _get(STAFF),
+    "api/v1/tier-assignments/<pk>/": _get(STAFF, obj="b_tier_assignment"),
     # --- reports API (drafts: staff with report permissions) ------------------------------
     "api/v1/reports/": Entry(methods={"GET": frozenset({ANALYST, PUBLISHER, ADMIN}),
                                       "POST": frozenset({ANALYST, PUBLISHER, ADMIN})}),
@@ -179,9 +184,15 @@ ADMIN_ACCESS: dict[str, AdminEntry] = {
     "ratings.provider": _STAFF_VIEW,
     "ratings.cluster": _STAFF_VIEW,
     "ratings.cycle": _STAFF_VIEW,
+    # Reviewers must not open doc reviews here: that list would show their peers' scores.
+    "ratings.docreview": _STAFF_VIEW,
+    "ratings.customerfeedback": _STAFF_VIEW,
+    "ratings.scoresnapshot": _STAFF_VIEW,
+    "ratings.tierassignment": _STAFF_VIEW,
     "probes.proberun": _STAFF_VIEW,
     "probes.finding": _STAFF_VIEW,
     "reports.report": _STAFF_VIEW,
+    "reports.reportsource": _STAFF_VIEW,
     "reviews.providermembership": _STAFF_VIEW,
     "reviews.conflictofinterest": AdminEntry(
         view=frozenset({ANALYST, REVIEWER, PUBLISHER, ADMIN}), own_rows_only=frozenset({REVIEWER})

@@ -95,7 +95,7 @@ def _missing_entry_message(route: Route) -> str:
 
 
 def test_every_route_and_admin_page_has_a_declared_entry():
-    missing = [_missing_entry_message(r) for r in ROUTES if r.key not in ACCESS]
+    missing = [_missing_entry_message(r) for r in ROUTES if r.key not in ACCESS and not r.formatted]
     for route in ROUTES:
         entry = ACCESS.get(route.key)
         if entry is not None and not route.formatted:

@@ -138,6 +138,7 @@ def _private_data_plant(w: World) -> None:
     )
     first_b.refresh_from_db()
     o["b_report"] = _report(w)
+    o["snapshot"], o["b_tier_assignment"] = _snapshot(w)
     o["b_membership"] = u["provider_b"].provider_membership
     o["b_audit_event"] = None  # the audit log is global; its list is staff-only
 
@@ -153,6 +154,22 @@ def _finding(cluster: Any, cycle: Cycle, summary: str) -> Any:
         run=run, probe_id="docs.check", probe_version="1", target="cluster", metric="", outcome="fail",
         summary=summary,
     )
+
+
+def _snapshot(w: World) -> tuple[Any, Any]:
+    """A score snapshot with tiers for A and B (once the scoring models exist)."""
+    try:
+        snapshot_model = apps.get_model("ratings", "ScoreSnapshot")
+        tier_model = apps.get_model("ratings", "TierAssignment")
+    except LookupError:
+        return None, None
+    snapshot = snapshot_model.objects.create(
+        cycle=w.cycle, rubric_version=w.cycle.rubric_version, engine_version="test", seed=1, bootstrap_size=10,
+        inputs_hash="a" * 64, content_hash="b" * 64, result={},
+    )
+    tier_model.objects.create(snapshot=snapshot, provider=w.a, tier="gold", coverage=0.9, composite=0.7)
+    b_tier = tier_model.objects.create(snapshot=snapshot, provider=w.b, tier="bronze", coverage=0.9, composite=0.4)
+    return snapshot, b_tier
 
 
 def _report(w: World) -> Any:
