@@ -40,7 +40,7 @@ from testbed.layout import (
     state_write,
     testbed_names,
 )
-from testbed.profiles import profile_resolve
+from testbed.profiles import knob_differences, profile_resolve
 
 UP_TIMEOUT_S = 60
 
@@ -64,6 +64,7 @@ class TestbedInfo:
 
     name: str
     profile: str
+    overrides: list[str]
     phase: str
     subnet: str
     host_addr: str
@@ -448,6 +449,7 @@ def info(name: str) -> TestbedInfo:
     return TestbedInfo(
         name=name,
         profile=knobs["name"],
+        overrides=knob_differences(knobs),
         phase=st.get("phase", "?"),
         subnet=lay.subnet,
         host_addr=lay.host_addr,
@@ -490,6 +492,7 @@ def status() -> list[dict[str, Any]]:
             {
                 "name": name,
                 "profile": st["knobs"]["name"],
+                "overrides": knob_differences(st["knobs"]),
                 "phase": st.get("phase"),
                 "agent_alive": runtime.proc_alive(agent.get("pid", -1), agent.get("start")),
                 "subnet": Layout(name, int(st["octet"])).subnet,

@@ -78,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
             elif not rows:
                 print("no testbeds")
             for r in rows if not args.json else []:
+                profile = "+".join([r["profile"], *r["overrides"]])
                 print(
-                    f"{r['name']:<10} {r['profile']:<10} {r['phase']:<8} agent={'up' if r['agent_alive'] else 'DEAD'} "
+                    f"{r['name']:<10} {profile:<10} {r['phase']:<8} agent={'up' if r['agent_alive'] else 'DEAD'} "
                     f"{r['subnet']} processes={r['processes_alive']} nodes={r['nodes']}"
                 )
         elif args.cmd == "inject-fault":

@@ -77,12 +77,10 @@ def _coerce(value: Any, like: Any, where: str) -> Any:
         if isinstance(value, bool):
             raise TestbedError(f"{where}: expected a number, got {value!r}")
         try:
-            number = (
-                type(like)(value) if isinstance(like, int) and not isinstance(value, float) else float(value)
-            )
+            number: int | float = float(value)
         except (TypeError, ValueError) as exc:
             raise TestbedError(f"{where}: expected a number, got {value!r}") from exc
-        if isinstance(like, int) and float(number) == int(number):
+        if number.is_integer():
             number = int(number)
         if number < 0:
             raise TestbedError(f"{where}: must not be negative, got {value!r}")
@@ -123,7 +121,7 @@ def parse_set(items: list[str]) -> dict[str, Any]:
         node = out
         for part in parts[:-1]:
             node = node.setdefault(part, {})
-        node[parts[-1]] = yaml.safe_load(value) if value.strip() else ""
+        node[parts[-1]] = value.strip()  # typed by the knob's default in _coerce
     return out
 
 
@@ -140,13 +138,30 @@ def profile_resolve(*, profile: str, overrides: dict[str, Any] | None = None) ->
     return full
 
 
+def knob_differences(knobs: dict[str, Any]) -> list[str]:
+    """``section.knob=value`` for each knob that differs from the bundled profile it names."""
+    try:
+        base = profile_resolve(profile=knobs["name"])
+    except TestbedError:
+        return []
+    return [
+        f"{section}.{key}={value}"
+        for section, values in sorted(knobs.items())
+        if isinstance(values, dict)
+        for key, value in sorted(values.items())
+        if base.get(section, {}).get(key) != value
+    ]
+
+
 def _validate(knobs: dict[str, Any]) -> None:
     if knobs["remediation"]["policy"] not in REMEDIATION_POLICIES:
         raise TestbedError(
             f"remediation.policy must be one of {REMEDIATION_POLICIES}, got {knobs['remediation']['policy']!r}"
         )
     if not re.fullmatch(r"0?[0-7]{3}", str(knobs["homes"]["mode"])):
-        raise TestbedError(f"homes.mode must be an octal mode like 0700, got {knobs['homes']['mode']!r}")
+        raise TestbedError(
+            f'homes.mode must be an octal mode like "0700" (quoted in YAML), got {knobs["homes"]["mode"]!r}'
+        )
     nodes = knobs["nodes"]
     if not 1 <= nodes["count"] <= nodes["pool_size"] <= 60:
         raise TestbedError("nodes: need 1 <= count <= pool_size <= 60")

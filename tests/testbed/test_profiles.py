@@ -9,7 +9,7 @@ import pytest
 from testbed import cli, configs, runtime
 from testbed.errors import TestbedError
 from testbed.layout import Layout, name_validate
-from testbed.profiles import parse_set, profile_names, profile_resolve
+from testbed.profiles import knob_differences, parse_set, profile_names, profile_resolve
 
 
 def test_the_bundled_profiles_include_exemplary_leaky_and_flaky() -> None:
@@ -43,6 +43,25 @@ def test_a_set_override_flips_exactly_one_knob() -> None:
     assert flipped == ex
 
 
+def test_knob_differences_name_each_flipped_knob() -> None:
+    knobs = profile_resolve(profile="leaky", overrides=parse_set(["homes.mode=0700", "bmc.port=624"]))
+    assert knob_differences(knobs) == ["bmc.port=624", "homes.mode=0700"]
+    assert knob_differences(profile_resolve(profile="flaky")) == []
+
+
+def test_set_values_take_the_type_of_the_knob() -> None:
+    knobs = profile_resolve(
+        profile="exemplary",
+        overrides=parse_set(
+            ["homes.mode=0755", "faults.drop_rate_per_hour=0.5", "nodes.count=3", "slurm.health_check=off"]
+        ),
+    )
+    assert knobs["homes"]["mode"] == "0755"
+    assert knobs["faults"]["drop_rate_per_hour"] == 0.5
+    assert knobs["nodes"]["count"] == 3 and isinstance(knobs["nodes"]["count"], int)
+    assert knobs["slurm"]["health_check"] is False
+
+
 def test_a_profile_file_can_extend_exemplary(tmp_path: Path) -> None:
     path = tmp_path / "shared-homes.yaml"
     path.write_text("extends: exemplary\nhomes:\n  mode: '0755'\n")
@@ -58,6 +77,8 @@ def test_a_profile_file_can_extend_exemplary(tmp_path: Path) -> None:
         ("remediation.policy=pray", "remediation.policy"),
         ("homes.mode=rwx", "octal"),
         ("nodes.count=0", "nodes"),
+        ("nodes.count=two", "expected a number"),
+        ("faults.drop_rate_per_hour=-1", "negative"),
     ],
 )
 def test_bad_overrides_are_refused_with_a_clear_message(override: str, message: str) -> None:
