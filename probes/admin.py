@@ -1,0 +1,316 @@
+"""Admin for the probe runner: access and secrets, host-key pinning, schedules, runs, findings.
+
+Secrets are write-only: the forms accept a private key, passphrase, password or API token and hand
+them to a service that encrypts them; no page ever renders one back (only "stored: yes/no").
+Host keys are pinned only through the "Fetch host keys to pin" action, which shows each
+fingerprint and records exactly the ones the analyst ticks. Runs and findings are read-only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from probes import services
+from probes.catalog import probe_choices
+from probes.models import ClusterAccess, Finding, HostKeyPin, ProbeRun, ProbeSchedule, TenantAccount
+from probes.transport import TransportError, check_private_key
+
+SECRET_WIDGET = forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"})
+
+
+class ClusterAccessForm(forms.ModelForm):
+    api_token = forms.CharField(
+        required=False, widget=SECRET_WIDGET, help_text="Write-only. Leave empty to keep the stored token."
+    )
+    clear_api_token = forms.BooleanField(required=False, help_text="Remove the stored token.")
+
+    class Meta:
+        model = ClusterAccess
+        fields = [
+            "cluster", "login_host", "login_port", "compute_nodes", "discover_nodes", "api_base_url",
+            "disruptive_opt_in", "max_concurrency", "settings",
+        ]  # fmt: skip
+
+    def clean_compute_nodes(self) -> str:
+        text = self.cleaned_data["compute_nodes"]
+        for line in text.splitlines():
+            if line.strip():
+                try:
+                    services._parse_node_line(line)
+                except services.ProbeRunError as exc:
+                    raise forms.ValidationError(str(exc)) from exc
+        return text
+
+
+@admin.register(ClusterAccess)
+class ClusterAccessAdmin(admin.ModelAdmin):
+    form = ClusterAccessForm
+    list_display = ["cluster", "login_host", "login_port", "node_count", "api_token_stored", "disruptive_opt_in",
+                    "max_concurrency"]  # fmt: skip
+    list_filter = ["disruptive_opt_in", "discover_nodes"]
+    search_fields = ["cluster__name", "cluster__provider__name", "login_host"]
+    list_select_related = ["cluster__provider"]
+    actions = ["action_fetch_host_keys"]
+
+    @admin.display(description="compute nodes")
+    def node_count(self, obj: ClusterAccess) -> int:
+        return len([line for line in obj.compute_nodes.splitlines() if line.strip()])
+
+    @admin.display(description="API token stored", boolean=True)
+    def api_token_stored(self, obj: ClusterAccess) -> bool:
+        return obj.has_api_token
+
+    def save_model(self, request: HttpRequest, obj: ClusterAccess, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if form.cleaned_data.get("clear_api_token"):
+            services.cluster_access_set_api_token(access=obj, token="")
+        elif form.cleaned_data.get("api_token"):
+            services.cluster_access_set_api_token(access=obj, token=form.cleaned_data["api_token"])
+
+    @admin.action(description="Fetch host keys to pin (shows fingerprints first)")
+    def action_fetch_host_keys(
+        self, request: HttpRequest, queryset: QuerySet[ClusterAccess]
+    ) -> HttpResponse | None:
+        if queryset.count() != 1:
+            self.message_user(request, "Select exactly one cluster.", messages.ERROR)
+            return None
+        return HttpResponseRedirect(reverse("admin:probes_clusteraccess_pin", args=[queryset.get().pk]))
+
+    def get_urls(self) -> list:
+        wrap = self.admin_site.admin_view
+        return [
+            path("<int:pk>/pin/", wrap(self.pin_view), name="probes_clusteraccess_pin"),
+            *super().get_urls(),
+        ]
+
+    def pin_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """GET: fetch and show the offered keys. POST: pin exactly the fingerprints ticked."""
+        access = get_object_or_404(ClusterAccess.objects.select_related("cluster"), pk=pk)
+        if not self.has_change_permission(request, access):
+            return HttpResponseRedirect(reverse("admin:index"))
+        if request.method == "POST":
+            pinned = 0
+            for value in request.POST.getlist("pin"):
+                host, port, key_type, fingerprint = value.rsplit("|", 3)
+                try:
+                    services.host_key_pin(
+                        cluster=access.cluster, host=host, port=int(port), key_type=key_type,
+                        fingerprint=fingerprint, user=request.user,
+                    )  # fmt: skip
+                except ValueError as exc:
+                    self.message_user(request, f"{host}:{port}: {exc}", messages.ERROR)
+                    continue
+                pinned += 1
+            self.message_user(request, f"Pinned {pinned} host key(s) for {access.cluster}.", messages.SUCCESS)
+            return HttpResponseRedirect(
+                reverse("admin:probes_hostkeypin_changelist") + f"?cluster__id__exact={access.cluster_id}"
+            )
+        try:
+            keys = services.host_keys_fetch(cluster=access.cluster)
+        except (services.ProbeRunError, TransportError) as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:probes_clusteraccess_changelist"))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Pin host keys for {access.cluster}",
+            "access": access,
+            "keys": keys,
+        }
+        return TemplateResponse(request, "admin/probes/clusteraccess/pin_host_keys.html", context)
+
+
+class TenantAccountForm(forms.ModelForm):
+    private_key = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6, "autocomplete": "off"}),
+        help_text="Write-only: OpenSSH or PEM private key. Leave empty to keep the stored one.",
+    )
+    passphrase = forms.CharField(required=False, widget=SECRET_WIDGET, help_text="Write-only.")
+    password = forms.CharField(required=False, widget=SECRET_WIDGET, help_text="Write-only.")
+
+    class Meta:
+        model = TenantAccount
+        fields = ["cluster", "label", "username"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        has_stored = bool(
+            self.instance.pk and (self.instance.private_key_encrypted or self.instance.password_encrypted)
+        )
+        if not (data.get("private_key") or data.get("password") or has_stored):
+            raise forms.ValidationError("Give a private key or a password.")
+        return data
+
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        # The secrets are checked here so that a bad key shows on the form and nothing is saved.
+        key = self.cleaned_data.get("private_key") if hasattr(self, "cleaned_data") else None
+        if key:
+            try:
+                check_private_key(key, self.cleaned_data.get("passphrase") or None)
+            except TransportError as exc:
+                self.add_error("private_key", str(exc))
+
+
+@admin.register(TenantAccount)
+class TenantAccountAdmin(admin.ModelAdmin):
+    form = TenantAccountForm
+    list_display = ["label", "username", "cluster", "auth_kind", "created_at"]
+    list_filter = ["cluster__provider"]
+    search_fields = ["label", "username", "cluster__name"]
+    list_select_related = ["cluster__provider"]
+
+    def save_model(self, request: HttpRequest, obj: TenantAccount, form: Any, change: bool) -> None:
+        data = form.cleaned_data
+        if data.get("private_key") or data.get("password"):
+            services.tenant_account_set_secrets(
+                account=obj,
+                private_key=data.get("private_key") or None,
+                passphrase=data.get("passphrase") or None,
+                password=data.get("password") or None,
+            )
+        else:
+            obj.save()
+
+
+@admin.register(HostKeyPin)
+class HostKeyPinAdmin(admin.ModelAdmin):
+    """Pins are created only by the ClusterAccess action; here they can be read and removed."""
+
+    list_display = ["host", "port", "key_type", "fingerprint", "cluster", "recorded_by", "recorded_at"]
+    list_filter = ["key_type", "cluster__provider"]
+    search_fields = ["host", "fingerprint", "cluster__name"]
+    list_select_related = ["cluster__provider", "recorded_by"]
+    readonly_fields = ["cluster", "host", "port", "key_type", "fingerprint", "recorded_by", "recorded_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ProbeScheduleForm(forms.ModelForm):
+    probes = forms.MultipleChoiceField(choices=probe_choices, widget=forms.CheckboxSelectMultiple)
+
+    class Meta:
+        model = ProbeSchedule
+        fields = ["name", "cluster", "cycle", "probes", "crontab", "interval", "enabled"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if bool(data.get("crontab")) == bool(data.get("interval")):
+            raise forms.ValidationError("Choose exactly one of a crontab or an interval.")
+        return data
+
+
+@admin.register(ProbeSchedule)
+class ProbeScheduleAdmin(admin.ModelAdmin):
+    form = ProbeScheduleForm
+    list_display = ["name", "cluster", "probe_list", "crontab", "interval", "enabled", "last_run_at"]
+    list_filter = ["enabled", "cluster__provider"]
+    search_fields = ["name", "cluster__name"]
+    list_select_related = ["cluster__provider", "crontab", "interval", "periodic_task"]
+    actions = ["action_run_now"]
+
+    @admin.display(description="probes")
+    def probe_list(self, obj: ProbeSchedule) -> str:
+        return ", ".join(obj.probes)
+
+    @admin.display(description="last fired")
+    def last_run_at(self, obj: ProbeSchedule) -> Any:
+        return obj.periodic_task.last_run_at if obj.periodic_task else None
+
+    def save_model(self, request: HttpRequest, obj: ProbeSchedule, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        services.probe_schedule_sync(schedule=obj)
+
+    @admin.action(description="Run now")
+    def action_run_now(self, request: HttpRequest, queryset: QuerySet[ProbeSchedule]) -> None:
+        started = 0
+        for schedule in queryset.select_related("cluster", "cycle"):
+            started += len(services.probe_schedule_run_now(schedule=schedule))
+        self.message_user(request, f"Started {started} probe run(s).", messages.SUCCESS)
+
+
+class FindingInline(admin.TabularInline):
+    model = Finding
+    extra = 0
+    can_delete = False
+    fields = ["target", "metric", "outcome", "value", "unit", "summary", "attempt"]
+    readonly_fields = fields
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(ProbeRun)
+class ProbeRunAdmin(admin.ModelAdmin):
+    list_display = ["id", "probe_id", "cluster", "status", "progress", "attempt", "flagged", "error_code",
+                    "finding_count", "scheduled_for", "finished_at"]  # fmt: skip
+    list_filter = ["status", "flagged", "probe_id", "cluster__provider"]
+    search_fields = ["probe_id", "cluster__name", "error_code", "idempotency_key"]
+    list_select_related = ["cluster__provider"]
+    date_hierarchy = "scheduled_for"
+    inlines = [FindingInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ProbeRun]:
+        return super().get_queryset(request).annotate(_findings=Count("findings"))
+
+    @admin.display(description="findings", ordering="_findings")
+    def finding_count(self, obj: ProbeRun) -> int:
+        return getattr(obj, "_findings", 0)
+
+    @admin.display(description="progress (targets)")
+    def progress(self, obj: ProbeRun) -> str:
+        return obj.progress
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [f.name for f in ProbeRun._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Finding)
+class FindingAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "probe_id",
+        "target",
+        "metric",
+        "outcome",
+        "value",
+        "unit",
+        "critical",
+        "run",
+        "created_at",
+    ]
+    list_filter = ["outcome", "critical", "probe_id"]
+    search_fields = ["probe_id", "target", "summary"]
+    list_select_related = ["run"]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [f.name for f in Finding._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
