@@ -77,3 +77,20 @@ def test_provider_users_are_refused_by_every_other_api_by_default(world: World):
         assert _client(world).get(path).status_code == 403, path
     replies = _client(world).get("/api/v1/replies/").json()["results"]
     assert {r["provider"] for r in replies} == {"alpha"}
+
+
+def test_a_report_section_in_the_engine_document_shape_is_rendered_as_tables(world: World):
+    report = world.objects["b_report"]
+    report.content = {"providers": [
+        {"slug": "alpha", "name": "Alpha Cloud", "tier_label": "Gold", "composite": 0.71, "coverage": 0.9,
+         "areas": [{"key": "reliability", "title": "Reliability", "score": 0.7}],
+         "criteria": [{"key": "docs-replacement", "title": "Node replacement documented", "value": 3.0,
+                       "unit": "", "normalised": 0.75}]},
+        {"slug": "bravo", "name": "Bravo Cloud", "tier_label": "Bronze", "areas": [],
+         "criteria": [{"key": "x", "title": f"{B_SECRET} criterion", "value": 1, "unit": "", "normalised": 0.1}]},
+    ]}
+    report.save(update_fields=["content"])
+    body = _client(world).get(f"/portal/cycles/{world.cycle.slug}/").content.decode()
+    assert "Draft tier: <strong>Gold</strong>" in body
+    assert "<td>docs-replacement</td>" in body and "<td>Reliability</td><td>0.7</td>" in body
+    assert B_SECRET not in body and "Bronze" not in body
