@@ -175,8 +175,9 @@ def provider_text(document: Mapping[str, Any], provider: Mapping[str, Any], *, m
         f"- Movement since {move['previous_cycle'] or 'the last published cycle'}: "
         f"{MOVEMENT_WORDS[move['direction']]}"
         + (f" (was {TIER_LABELS.get(move['previous_tier'], move['previous_tier'])})" if move["previous_tier"] else ""),
-        f"- Composite score: {_num(provider['composite'])} (90% interval {_num(provider['ci']['low'])} to "
-        f"{_num(provider['ci']['high'])})",
+        f"- Composite score: {_num(provider['composite'])}"
+        + (f" (90% interval {_num(provider['ci']['low'])} to {_num(provider['ci']['high'])})"
+           if provider["ci"]["low"] is not None else ""),
         f"- Coverage of the rubric's weight: {_pct(provider['coverage'])}",
         f"- Borderline: {'yes' if provider['borderline'] else 'no'}"
         + (f", outlook {provider['outlook']}" if provider.get("outlook") else ""),
@@ -205,7 +206,7 @@ def provider_text(document: Mapping[str, Any], provider: Mapping[str, Any], *, m
         "", "## Criteria",
     ]
     for c in provider["criteria"]:
-        value = "unmeasured" if c["value"] is None else f"{c['value']:g}{(' ' + c['unit']) if c['unit'] else ''}"
+        value = "unmeasured" if c["value"] is None else f"{c['value']:.4g}{(' ' + c['unit']) if c['unit'] else ''}"
         lines.append(f"- {c['title']} ({c['key']}, area {c['area']}): {value}; score {_num(c['normalised'])}; "
                      f"weight share {c['weight_share']:.3f}" + ("; gate" if c["is_gate"] else ""))
     overrides = [o for o in document["overrides"] if o["provider"] == provider["slug"]]

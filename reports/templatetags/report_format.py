@@ -23,6 +23,12 @@ def score(value: Any) -> str:
 
 
 @register.filter
+def measured(value: Any) -> str:
+    """A raw measurement to four significant figures (12.75, 217.6, 0.8571)."""
+    return "n/a" if value is None else f"{float(value):.4g}"
+
+
+@register.filter
 def share(value: Any) -> str:
     return "n/a" if value is None else f"{float(value) * 100:.1f}%"
 
