@@ -1,0 +1,53 @@
+"""retention_days: how many days of metrics does the tenant's Prometheus keep?
+
+Reads the configured TSDB retention from ``/api/v1/status/flags`` through the tenant's metrics
+endpoint. A provider that hides the flags endpoint gives ``error`` (not measurable), not a fail.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from probes.catalog import register
+from probes.catalog._support import Abort, CatalogProbe, endpoint_url, http, tenant_http_auth
+from probes.catalog.base import FindingDraft, Outcome, ProbeContext, Scope, Target
+from probes.parsers import ParseError
+from probes.parsers.prometheus import parse_response, retention_days
+
+
+@register
+class RetentionDays(CatalogProbe, definition="retention_days"):
+    def targets(self, ctx: ProbeContext) -> list[Target]:
+        return [Target(kind=Scope.CLUSTER, name="cluster", endpoint=ctx.login)]
+
+    def measure(self, ctx: ProbeContext, target: Target) -> Iterable[FindingDraft]:
+        url = endpoint_url(ctx, "metrics_url")
+        auth = tenant_http_auth(ctx, ctx.tenants[0].label) if ctx.tenants else None
+        if url is None or auth is None:
+            raise Abort(
+                Outcome.NOT_APPLICABLE, "no tenant metrics endpoint (settings.metrics_url + tenant password)"
+            )
+        resp = http("GET", f"{url}/api/v1/status/flags", auth=auth)
+        evidence = resp.evidence(secrets_=ctx.secrets(), max_bytes=512)
+        try:
+            flags = parse_response(resp.body).data or {}
+            days = retention_days({str(k): str(v) for k, v in dict(flags).items()})
+        except (ParseError, TypeError, ValueError, json.JSONDecodeError) as exc:
+            raise Abort(
+                Outcome.ERROR, f"retention not readable (HTTP {resp.status}): {exc}", evidence
+            ) from exc
+        if days is None:
+            raise Abort(Outcome.ERROR, "only a size-based retention is configured", evidence)
+        days = round(days, 3)
+        outcome, ref = self.judge(ctx, days)
+        return [
+            self.finding(
+                target,
+                outcome,
+                value=days,
+                evidence=evidence,
+                threshold_ref=ref,
+                summary=f"metrics kept {days:g} days",
+            )
+        ]

@@ -1,0 +1,102 @@
+"""scheduler_privacy: can tenant A see tenant B's jobs through the scheduler?
+
+The canary method (docs/domain.md): tenant B submits a held job named with a fresh nonce (it
+never runs, so it costs nothing), and must see it itself (positive control; otherwise ``error``).
+Then tenant A asks every scheduler path it has: ``squeue -a``, ``sacct -a`` (accounting has its
+own ``PrivateData`` in slurmdbd.conf, so it can leak while squeue does not), and
+``scontrol show job``. Any sight of the nonce is a critical fail, with the path and the redacted
+command and output as evidence. The canary job is cancelled at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from probes.catalog import register
+from probes.catalog._support import Abort, CatalogProbe, new_nonce, run
+from probes.catalog.base import FindingDraft, Outcome, ProbeContext, Target
+from probes.parsers import ParseError
+from probes.parsers.redaction import nonce_excerpt
+from probes.parsers.slurm import jobs_named, parse_sacct, parse_squeue
+from probes.transport import Command
+
+SQUEUE = Command("squeue -h -a -o {fmt}", fmt="%i|%j|%u|%T|%N|%r")
+SACCT = Command("sacct -X -n -P -a -S now-1days -o JobID,JobName,User,State")
+SHOW_JOBS = Command("scontrol -o show jobs")
+
+
+def submit_held(name: str) -> Command:
+    return Command("cd && sbatch --parsable --hold -J {name} -o /dev/null --wrap true", name=name)
+
+
+def scancel(job_id: str) -> Command:
+    return Command("scancel {job}", job=job_id)
+
+
+@register
+class SchedulerPrivacy(CatalogProbe, definition="scheduler_privacy"):
+    def measure(self, ctx: ProbeContext, target: Target) -> Iterable[FindingDraft]:
+        observer, victim = target.tenants
+        nonce = new_nonce("opgrade-canary")
+        submitted = run(ctx, target.endpoint, submit_held(nonce), tenant=victim, timeout_s=30, what="sbatch")
+        job_id = submitted.stdout.strip().split(";")[0]
+        if not submitted.ok or not job_id.isdigit():
+            raise Abort(Outcome.ERROR, f"{victim} could not submit the canary job", ctx.evidence(submitted))
+        try:
+            control = run(ctx, target.endpoint, SQUEUE, tenant=victim, timeout_s=30, what="squeue")
+            if not jobs_named(parse_squeue(control.stdout), nonce):
+                raise Abort(
+                    Outcome.ERROR,
+                    f"positive control failed: {victim} cannot see its own canary job",
+                    ctx.evidence(control),
+                )
+            return [self._look(ctx, target, observer, victim, nonce)]
+        finally:
+            run(ctx, target.endpoint, scancel(job_id), tenant=victim, timeout_s=30, what="scancel")
+
+    def _look(
+        self, ctx: ProbeContext, target: Target, observer: str, victim: str, nonce: str
+    ) -> FindingDraft:
+        hits: list[dict[str, Any]] = []
+        paths: dict[str, str] = {}
+        for path, command, parse in (
+            ("squeue -a", SQUEUE, lambda out: bool(jobs_named(parse_squeue(out), nonce))),
+            ("sacct -a", SACCT, lambda out: bool(jobs_named(parse_sacct(out), nonce))),
+            ("scontrol show jobs", SHOW_JOBS, lambda out: f"JobName={nonce}" in out),
+        ):
+            result = run(ctx, target.endpoint, command, tenant=observer, timeout_s=30, what=path)
+            try:
+                seen = result.ok and parse(result.stdout)
+                paths[path] = "checked" if result.ok else f"not available (exit {result.exit_code})"
+            except ParseError as exc:
+                paths[path] = f"not available ({exc})"
+                continue
+            if seen:
+                hits.append(
+                    {
+                        "path": path,
+                        "as": observer,
+                        "cmd": result.command,
+                        "excerpt": nonce_excerpt(ctx.redact(result.stdout), nonce),
+                    }
+                )
+        evidence = {"nonce": nonce, "victim": victim, "observer": observer, "paths": paths}
+        if hits:
+            return self.finding(
+                target,
+                Outcome.FAIL,
+                critical=True,
+                evidence={**evidence, "hits": hits},
+                summary=f"{observer} sees {victim}'s canary job via {', '.join(h['path'] for h in hits)}",
+            )
+        if paths.get("squeue -a") != "checked":
+            return self.finding(
+                target, Outcome.ERROR, evidence=evidence, summary="squeue could not be read as the observer"
+            )
+        return self.finding(
+            target,
+            Outcome.PASS,
+            evidence=evidence,
+            summary=f"{observer} cannot see {victim}'s canary job ({', '.join(p for p, s in paths.items() if s == 'checked')})",
+        )

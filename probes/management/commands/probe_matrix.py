@@ -1,0 +1,292 @@
+"""``manage.py probe_matrix``: run the whole probe catalog against testbed profiles, print probe x profile.
+
+This is the discrimination matrix of the catalog: the same probes, run against a well-run
+testbed (``exemplary``) and a careless one (``leaky``), must tell them apart wherever their knobs
+differ. Each profile gets its own testbed (``python -m testbed up``), a :class:`ProbeContext` built
+from ``testbed.api.info`` (pinned host keys, tenant keys, the metrics/log endpoints, the provider
+API), and every probe runs in-process against it, exactly as the runner would call it (unmet
+requirements and disruptive probes without opt-in give ``not_applicable``).
+
+    manage.py probe_matrix                              # exemplary and leaky, 4 nodes, non-disruptive
+    manage.py probe_matrix --disruptive                 # also fault injection (slower)
+    manage.py probe_matrix --use exemplary=tb1 --keep   # reuse a running testbed, leave it up
+    manage.py probe_matrix --profile exemplary --set slurm.private_data=false --probe scheduler_privacy
+
+The helpers here (:func:`testbed_context`, :func:`catalog_run`) are what the integration tests use.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import time
+import traceback
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from probes.catalog import probe_get, probe_list
+from probes.catalog.base import (
+    FindingDraft,
+    Outcome,
+    Probe,
+    ProbeContext,
+    ProviderApi,
+    Requirement,
+    Tenant,
+)
+from probes.transport import Credentials, Endpoint, HostKey, TransportError
+
+# Testbed-scale waits for the disruptive probes (a testbed node is replaced in seconds, not hours).
+TESTBED_SETTINGS: dict[str, Any] = {
+    "node_ready_time.ready_timeout_s": 60,
+    "failure_detection_time.detect_timeout_s": 45,
+    "node_replacement_time.replace_timeout_s": 60,
+    "alert_on_fault.alert_timeout_s": 30,
+    "job_requeue_after_node_loss.requeue_timeout_s": 150,
+    "metrics_freshness.visible_timeout_s": 60,
+    "log_ingest_latency.visible_timeout_s": 30,
+    "node_ready_time.poll_s": 0.25,
+}
+
+
+def host_key_of(public_line: str) -> HostKey:
+    """``ssh-ed25519 AAAA... comment`` -> the pinned form (type + OpenSSH SHA256 fingerprint)."""
+    kind, blob = public_line.split()[:2]
+    digest = hashlib.sha256(base64.b64decode(blob)).digest()
+    return HostKey(key_type=kind, fingerprint="SHA256:" + base64.b64encode(digest).decode().rstrip("="))
+
+
+def testbed_context(
+    name: str, *, disruptive: bool = False, settings: Mapping[str, Any] | None = None
+) -> ProbeContext:
+    """A probe context for testbed ``name``, as the runner would build it for a real cluster."""
+    from testbed import api as testbed_api
+
+    info = testbed_api.info(name)
+    login = Endpoint(host=info.login_addr, port=info.ssh_port, host_keys=(host_key_of(info.login_host_key),))
+    nodes = [
+        Endpoint(host=n["address"], port=22, host_keys=(host_key_of(n["host_key"]),), jump=login)
+        for _, n in sorted(info.nodes.items(), key=lambda kv: int(kv[0].removeprefix("node") or 0))
+        if n.get("host_key") and n.get("status") == "ready"
+    ]
+    tenants = [
+        Tenant(
+            label=f"tenant-{t.id}",
+            credentials=Credentials(
+                username=t.user, private_key=Path(t.private_key).read_text(), password=t.http_password
+            ),
+        )
+        for t in info.tenants
+    ]
+    return ProbeContext(
+        provider=f"testbed-{info.profile}",
+        cluster=name,
+        login=login,
+        nodes=nodes,
+        tenants=tenants,
+        facts={"scale": "testbed", "gpu_model": "", "gpu_count": "0", "orchestrator": "slurm"},
+        capabilities={Requirement.SSH, Requirement.SLURM, Requirement.PROVIDER_API, Requirement.TWO_TENANTS},
+        api=ProviderApi(base_url=info.api_url, token=info.api_token),
+        settings={
+            "metrics_url": info.metrics_url,
+            "pushgateway_url": info.pushgateway_url,
+            "logs_url": info.logs_url,
+            "syslog_addr": info.syslog_addr,
+            "shared_log_dirs": [info.log_dir],
+            "freshness_sink_url": f"http://{info.controller_addr}/healthz",
+            **TESTBED_SETTINGS,
+            **dict(settings or {}),
+        },
+        disruptive_allowed=disruptive,
+        max_concurrency=8,
+    )
+
+
+@dataclass
+class ProbeResult:
+    probe_id: str
+    findings: list[FindingDraft] = field(default_factory=list)
+    seconds: float = 0.0
+    disruptive: bool = False
+
+    @property
+    def outcome(self) -> str:
+        """The worst outcome over the probe's findings (fail > timeout > error > warn > pass > n/a)."""
+        order = ["fail", "provider_error", "timeout", "error", "warn", "pass", "not_applicable"]
+        outcomes = {str(f.outcome) for f in self.findings}
+        return next((o for o in order if o in outcomes), "none")
+
+    @property
+    def critical(self) -> bool:
+        return any(f.critical for f in self.findings)
+
+    def cell(self) -> str:
+        values = [f"{f.value:g}{f.unit}" for f in self.findings if f.value is not None]
+        text = self.outcome + ("!" if self.critical else "")
+        return f"{text} {','.join(values[:2])}".strip()
+
+
+def probe_execute(probe: Probe, ctx: ProbeContext) -> list[FindingDraft]:
+    """Run one probe over its targets the way the runner does, in-process (for the matrix and tests)."""
+    unmet = probe.unmet_requirements(ctx)
+    if unmet or (probe.disruptive and not ctx.disruptive_allowed):
+        why = f"requires {', '.join(sorted(unmet))}" if unmet else "disruptive; not opted in"
+        return [
+            FindingDraft(
+                target="cluster", outcome=Outcome.NOT_APPLICABLE, metric=probe.metric.name, summary=why
+            )
+        ]
+
+    def one(target: Any) -> list[FindingDraft]:
+        try:
+            return list(probe.execute(ctx, target))
+        except TransportError as exc:
+            return [
+                FindingDraft(
+                    target=target.name,
+                    outcome=Outcome.ERROR,
+                    metric=probe.metric.name,
+                    summary=f"could not measure: {exc}",
+                    evidence={"error_code": exc.code},
+                )
+            ]
+        except Exception as exc:  # a probe bug is our error, never the provider's
+            return [
+                FindingDraft(
+                    target=target.name,
+                    outcome=Outcome.ERROR,
+                    metric=probe.metric.name,
+                    summary=f"probe error: {type(exc).__name__}: {exc}",
+                    evidence={"trace": traceback.format_exc()[-1500:]},
+                )
+            ]
+
+    targets = probe.targets(ctx)
+    with ThreadPoolExecutor(max_workers=max(1, min(ctx.max_concurrency, len(targets) or 1))) as pool:
+        return [d for drafts in pool.map(one, targets) for d in drafts]
+
+
+def catalog_run(
+    ctx: ProbeContext, probe_ids: Iterable[str] | None = None, *, progress: Any = None
+) -> dict[str, ProbeResult]:
+    """Run the catalog (or ``probe_ids``) against ``ctx``; one :class:`ProbeResult` per probe."""
+    classes = [probe_get(p) for p in probe_ids] if probe_ids else probe_list()
+    # the audit installs and runs a tool on the login node: run it last so its load on a small
+    # cluster does not disturb the timing probes
+    classes.sort(key=lambda cls: cls.id == "clustermax_audit")
+    results: dict[str, ProbeResult] = {}
+    try:
+        for cls in classes:
+            start = time.monotonic()
+            findings = probe_execute(cls(), ctx)
+            results[cls.id] = ProbeResult(
+                cls.id, findings, round(time.monotonic() - start, 2), cls.disruptive
+            )
+            if progress:
+                progress(results[cls.id])
+    finally:
+        ctx.close()
+    return results
+
+
+def matrix_table(columns: Mapping[str, Mapping[str, ProbeResult]]) -> str:
+    """Probe rows x profile columns of "outcome[!] value" cells (! marks a critical finding)."""
+    names = list(columns)
+    probes = sorted({p for col in columns.values() for p in col})
+    width = max(len(p) for p in probes) + 2
+    lines = [f"{'probe':<{width}}" + "".join(f"{n:<28}" for n in names)]
+    for p in probes:
+        lines.append(
+            f"{p:<{width}}"
+            + "".join(f"{columns[n][p].cell() if p in columns[n] else '-':<28}" for n in names)
+        )
+    return "\n".join(lines)
+
+
+class Command(BaseCommand):
+    help = "Run the probe catalog against testbed profiles and print probe x profile outcomes and values."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--profile",
+            action="append",
+            dest="profiles",
+            help="testbed profile (repeatable; default: exemplary and leaky)",
+        )
+        parser.add_argument(
+            "--use",
+            action="append",
+            default=[],
+            metavar="PROFILE=NAME",
+            help="use the running testbed NAME for PROFILE instead of starting one",
+        )
+        parser.add_argument("--nodes", type=int, default=4)
+        parser.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="section.knob=value",
+            help="override a knob of every started testbed",
+        )
+        parser.add_argument(
+            "--probe", action="append", dest="probe_ids", help="only these probes (repeatable)"
+        )
+        parser.add_argument("--disruptive", action="store_true", help="also run the fault-injecting probes")
+        parser.add_argument("--keep", action="store_true", help="leave the started testbeds up")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        from testbed import api as testbed_api
+        from testbed.errors import TestbedError
+        from testbed.profiles import parse_set
+
+        profiles: Sequence[str] = opts["profiles"] or ["exemplary", "leaky"]
+        use = dict(u.split("=", 1) for u in opts["use"])
+        started: list[str] = []
+        columns: dict[str, dict[str, ProbeResult]] = {}
+        try:
+            for profile in profiles:
+                name = use.get(profile)
+                if name is None:
+                    name = f"pm{profile[:4]}"
+                    t0 = time.monotonic()
+                    try:
+                        testbed_api.up(
+                            profile, name=name, nodes=opts["nodes"], overrides=parse_set(opts["set"]) or None
+                        )
+                    except TestbedError as exc:
+                        raise CommandError(str(exc)) from exc
+                    started.append(name)
+                    self.stdout.write(f"testbed {name} ({profile}) up in {time.monotonic() - t0:.1f} s")
+                ctx = testbed_context(name, disruptive=opts["disruptive"])
+                t0 = time.monotonic()
+                results = catalog_run(
+                    ctx,
+                    opts["probe_ids"],
+                    progress=lambda r, p=profile: self.stdout.write(
+                        f"  [{p}] {r.probe_id}: {r.cell()} ({r.seconds:.1f} s)"
+                    ),
+                )
+                total = time.monotonic() - t0
+                waits = sum(r.seconds for r in results.values() if r.disruptive)
+                self.stdout.write(
+                    f"{profile}: whole catalog {total:.1f} s; without disruptive probes {total - waits:.1f} s"
+                )
+                columns[profile] = results
+        finally:
+            if not opts["keep"]:
+                for name in started:
+                    testbed_api.down(name)
+        self.stdout.write("")
+        self.stdout.write(matrix_table(columns))
+        for profile, results in columns.items():
+            for result in results.values():
+                for f in result.findings:
+                    if str(f.outcome) not in ("pass", "not_applicable"):
+                        self.stdout.write(
+                            f"  {profile} {result.probe_id} {f.target}: {f.outcome}: {f.summary}"
+                        )

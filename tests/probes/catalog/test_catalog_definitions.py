@@ -1,0 +1,115 @@
+"""The catalog as data: every probe declared, bound to the rubric, with safe command templates."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+
+from probes.catalog import probe_get, probe_list
+from probes.catalog.base import Direction, Outcome
+from probes.catalog.bmc_reachable import scan_command
+from probes.catalog.home_isolation import peek, plant
+from probes.catalog.tenant_metric_isolation import attempts
+from probes.management.commands.probe_matrix import host_key_of
+from probes.parsers.versions import version_at_least
+from probes.thresholds import definitions, min_versions
+
+RUBRIC = Path(__file__).resolve().parents[3] / "rubric" / "data" / "opgrade-2026.1.yaml"
+MINE = set(definitions())
+
+
+def test_the_catalog_has_at_least_sixteen_probes_and_four_per_area():
+    assert len(MINE) >= 16
+    areas = Counter(str(probe_get(p).area) for p in MINE)
+    assert set(areas) == {"provisioning", "reliability", "monitoring", "security"}
+    assert min(areas.values()) >= 4
+
+
+def test_every_rubric_probe_binding_names_a_registered_probe_and_metric():
+    rubric = yaml.safe_load(RUBRIC.read_text())
+    registered = {cls.id: cls for cls in probe_list()}
+    bindings = [c["probe"] for c in rubric["criteria"] if c.get("probe")]
+    assert bindings
+    for binding in bindings:
+        if binding["id"] not in MINE:
+            continue  # the runner's own probes (ssh_reachable, node_inventory) are checked there
+        cls = registered[binding["id"]]
+        assert binding["metric"] in cls.metrics, f"{binding['id']} has no metric {binding['metric']!r}"
+    assert {b["id"] for b in bindings} >= MINE - {"retention_days", "alert_on_fault"}
+
+
+def test_node_ready_time_reports_p50_and_p95():
+    cls = probe_get("node_ready_time")
+    assert set(cls.metrics) == {"p50_seconds", "p95_seconds"}
+    assert all(m.direction is Direction.LOWER for m in cls.metrics.values())
+
+
+def test_thresholds_pick_the_testbed_row_and_fall_back_to_the_default():
+    cls = probe_get("time_to_first_job")
+    assert cls.thresholds.evaluate(5, Direction.LOWER, {"scale": "testbed"})[0] is Outcome.PASS
+    assert cls.thresholds.evaluate(50, Direction.LOWER, {"scale": "testbed"})[0] is Outcome.FAIL
+    assert cls.thresholds.evaluate(50, Direction.LOWER, {})[0] is Outcome.PASS
+    assert cls.thresholds.evaluate(300, Direction.LOWER, {})[0] is Outcome.WARN
+
+
+def test_disruptive_probes_are_the_fault_injecting_ones():
+    disruptive = {p for p in MINE if probe_get(p).disruptive}
+    assert disruptive == {
+        "failure_detection_time",
+        "node_replacement_time",
+        "job_requeue_after_node_loss",
+        "alert_on_fault",
+    }
+
+
+def test_min_versions_table_is_data_and_self_consistent():
+    table = min_versions()
+    assert set(table) == {"kernel", "nvidia_driver", "cuda", "nccl", "slurm"}
+    for branch, floor in table["nvidia_driver"].branches.items():
+        assert floor.startswith(branch + ".")
+    assert version_at_least("22.05.8", table["slurm"].minimum)
+
+
+def test_the_bmc_scan_quotes_every_value_and_refuses_anything_but_addresses():
+    command = scan_command(1, "623 664", ("10.200.1.11", "10.200.1.254"))
+    rendered = command.render()
+    assert rendered.endswith("bmc-scan 1 '623 664' 10.200.1.11 10.200.1.254")
+    with pytest.raises(ValueError):
+        scan_command(1, "623", ("10.200.1.11; rm -rf /",))
+    with pytest.raises(ValueError):
+        scan_command(1, "623;reboot", ("10.200.1.11",))
+
+
+def test_canary_commands_quote_provider_supplied_paths():
+    evil_home = "/home/b; touch /tmp/pwned"
+    rendered = peek(evil_home, "opgrade-canary-abc").render()
+    assert "'/home/b; touch /tmp/pwned'" in rendered
+    assert plant("opgrade-canary-abc").render().count("opgrade-canary-abc") == 3
+
+
+def test_metric_isolation_tries_matcher_tricks_enumeration_and_forged_headers():
+    names = [a[0] for a in attempts("opgrade_x", "tenant-a", "tenant-b")]
+    assert {
+        "query tenant!= own",
+        "query nonce=~.+",
+        "series nonce=~.+",
+        "label nonce values",
+        "federate",
+        "forged X-Scope-OrgID",
+        "duplicate query parameter",
+        "form POST",
+    } <= set(names)
+
+
+def test_host_key_fingerprint_matches_openssh():
+    blob = base64.b64encode(b"\x00\x00\x00\x0bssh-ed25519" + b"\x00\x00\x00\x20" + b"k" * 32).decode()
+    expected = "SHA256:" + base64.b64encode(hashlib.sha256(base64.b64decode(blob)).digest()).decode().rstrip(
+        "="
+    )
+    key = host_key_of(f"ssh-ed25519 {blob} node1.tb")
+    assert key.key_type == "ssh-ed25519" and key.fingerprint == expected
