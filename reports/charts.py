@@ -25,6 +25,7 @@ INK = "#111827"
 
 
 def _open(width: int, height: int, title: str, desc: str, ident: str) -> list[str]:
+    ident = escape(ident, {'"': "&quot;"})
     return [
         f'<svg xmlns="{SVG_NS}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
         f'role="img" aria-labelledby="{ident}-title {ident}-desc" font-family="{FONT}" font-size="12">',
@@ -34,14 +35,14 @@ def _open(width: int, height: int, title: str, desc: str, ident: str) -> list[st
     ]
 
 
-def area_breakdown_svg(provider_name: str, areas: Sequence[Mapping[str, Any]]) -> str:
+def area_breakdown_svg(provider_name: str, areas: Sequence[Mapping[str, Any]], *, ident: str = "areas") -> str:
     """Horizontal bars, one per area, score 0..1 (unmeasured areas drawn as a hatched gap)."""
     label_w, bar_w, row_h, top = 190, 320, 28, 34
     width, height = label_w + bar_w + 70, top + row_h * max(len(areas), 1) + 28
     desc = "; ".join(
         f"{a['title']}: {'unmeasured' if a.get('score') is None else f'{a['score']:.2f}'}" for a in areas
     )
-    out = _open(width, height, f"Area scores for {provider_name}", desc or "No areas.", "areas")
+    out = _open(width, height, f"Area scores for {provider_name}", desc or "No areas.", ident)
     out.append(f'<text x="8" y="20" fill="{INK}" font-weight="bold">Area scores (0 to 1)</text>')
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         x = label_w + tick * bar_w
@@ -61,14 +62,14 @@ def area_breakdown_svg(provider_name: str, areas: Sequence[Mapping[str, Any]]) -
     return "\n".join(out) + "\n"
 
 
-def tier_history_svg(provider_name: str, history: Sequence[Mapping[str, Any]]) -> str:
+def tier_history_svg(provider_name: str, history: Sequence[Mapping[str, Any]], *, ident: str = "history") -> str:
     """One point per published cycle on a tier ladder (best at the top), joined by a line."""
     levels = [key for key, _label in TIERS] + [NOT_RATED]
     label_w, col_w, row_h, top = 130, 110, 26, 34
     width = label_w + col_w * max(len(history), 1) + 30
     height = top + row_h * len(levels) + 34
     desc = "; ".join(f"{h.get('cycle_name') or h['cycle']}: {TIER_LABELS.get(h['tier'], h['tier'])}" for h in history)
-    out = _open(width, height, f"Tier history for {provider_name}", desc or "No published cycles.", "history")
+    out = _open(width, height, f"Tier history for {provider_name}", desc or "No published cycles.", ident)
     out.append(f'<text x="8" y="20" fill="{INK}" font-weight="bold">Tier by published cycle</text>')
     for row, level in enumerate(levels):
         y = top + row * row_h + row_h / 2

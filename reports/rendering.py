@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -281,6 +282,10 @@ def _refuse_fetch(url: str, *args: Any, **kwargs: Any) -> Any:
 
 def html_to_pdf(html: str) -> bytes:
     """WeasyPrint over self-contained HTML (inline CSS and SVG); every URL fetch is refused."""
+    # WeasyPrint logs every layout step at INFO and screen-only CSS (media queries) as
+    # warnings; neither helps an operator reading the server log.
+    for name in ("weasyprint", "weasyprint.progress"):
+        logging.getLogger(name).setLevel(logging.ERROR)
     from weasyprint import HTML  # imported late: it loads Pango and friends
 
     return HTML(string=html, base_url="about:blank", url_fetcher=_refuse_fetch).write_pdf()

@@ -236,7 +236,7 @@ def export_pdf(request: HttpRequest, pk: int) -> HttpResponse:
         context = {
             **_base_context(report), "groups": group_by_tier(report.content["providers"]),
             "css": _inline_css(),
-            "area_charts": {p["slug"]: charts.area_breakdown_svg(p["name"], p["areas"])
+            "area_charts": {p["slug"]: charts.area_breakdown_svg(p["name"], p["areas"], ident=f"areas-{p['slug']}")
                             for p in report.content["providers"]},
         }
         return rendering.html_to_pdf(render_to_string("reports/print.html", context))
