@@ -112,11 +112,10 @@ def up(
         if not 1 <= nodes <= knobs["nodes"]["pool_size"]:
             raise TestbedError(f"--nodes must be 1..{knobs['nodes']['pool_size']} (nodes.pool_size)")
     runtime.preflight(accounting=knobs["slurm"]["accounting"])
-    existing = state_read(name)
+    existing = _settled_state(name, timeout)
     if existing is not None:
-        alive = runtime.proc_alive(
-            existing.get("agent", {}).get("pid", -1), existing.get("agent", {}).get("start")
-        )
+        agent_rec = existing.get("agent") or {}
+        alive = runtime.proc_alive(agent_rec.get("pid", -1), agent_rec.get("start"))
         if alive and existing.get("phase") == "ready":
             if existing["knobs"] == knobs:
                 return info(name)
@@ -126,10 +125,15 @@ def up(
             )
         down(name)  # a crashed or half-built testbed: clean it, then build afresh
     with global_lock():
-        octet = octet_allocate(name, runtime.links())
-        lay = Layout(name, octet)
-        _prepare(lay, knobs)
-    agent = _agent_start(lay)
+        if state_read(name) is not None:  # another `up` of this name got here first
+            racing = True
+        else:
+            racing = False
+            lay = Layout(name, octet_allocate(name, runtime.links()))
+            _prepare(lay, knobs)
+            agent = _agent_start(lay)
+    if racing:
+        return up(profile, name=name, nodes=nodes, overrides=overrides, timeout=timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         st = state_read(name) or {}
@@ -142,6 +146,22 @@ def up(
     log_tail = _tail(lay.logs / "agent.log", 15)
     down(name)
     raise TestbedError(f"testbed {name} failed to come up: {st.get('error', 'timeout')}\n{log_tail}")
+
+
+def _settled_state(name: str, timeout: float) -> dict[str, Any] | None:
+    """The state of ``name`` once no other ``up`` is building it (bounded by ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = state_read(name)
+        agent_rec = (st or {}).get("agent") or {}
+        building = (
+            st is not None
+            and st.get("phase") == "starting"
+            and runtime.proc_alive(agent_rec.get("pid", -1), agent_rec.get("start"))
+        )
+        if not building or time.monotonic() > deadline:
+            return st
+        time.sleep(0.2)
 
 
 def _tail(path: Path, lines: int) -> str:
