@@ -8,8 +8,9 @@ criterion) with ``rng.integers``, takes ``np.median`` of the resample and reruns
 tier rule. The peer is timed at a small B and extrapolated linearly in B (its cost is linear
 in B by construction), and the ratio engine : peer is printed. Not a timed test.
 
-Peak memory is ``tracemalloc``'s peak of Python/numpy allocations during the call (numpy
-reports its buffers to tracemalloc) plus the process's max RSS from ``resource``.
+Peak memory is ``tracemalloc``'s peak of Python/numpy allocations during a second run of the
+same call (numpy reports its buffers to tracemalloc; the timed run is made without it), plus
+the process's max RSS from ``resource`` at the end.
 Pin one core with ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 taskset -c 0`` (set below).
 """
 
@@ -79,10 +80,15 @@ def workload(providers: int, criteria: int = 150, replicates: int = 5, size: int
 
 
 def measure(fn, *args):  # type: ignore[no-untyped-def]
-    tracemalloc.start()
+    """(result, wall s, cpu s, peak MiB): timed without tracemalloc, then re-run under it for memory.
+
+    tracemalloc slows every allocation, so timing and memory come from two runs of the same call.
+    """
     wall, cpu = time.perf_counter(), time.process_time()
     out = fn(*args)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    tracemalloc.start()
+    fn(*args)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return out, wall, cpu, peak / 2**20

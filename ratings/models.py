@@ -1,11 +1,26 @@
-"""Providers, clusters and rating cycles.
+"""Providers, clusters and rating cycles; evidence (doc reviews, customer feedback) and scores.
 
 A Cycle rates one peer set of providers under exactly one frozen rubric version; all its
 evidence and scores name that version, so methods never mix inside a cycle.
+
+Evidence: a ``DocReview`` is one reviewer's 0-4 score of one criterion with citations; a
+``CustomerFeedback`` is one respondent's 1-5 rating of an area or a criterion, with the
+respondent's organisation kept only as a keyed hash. Probe evidence is ``probes.Finding``.
+Scores: a ``ScoreSnapshot`` is one immutable run of the scoring engine over a cycle (inputs
+hash, rubric version, engine version, seed, the canonical result and its hash), and a
+``TierAssignment`` is one provider's row of it. Snapshots are never updated or deleted: the
+models refuse it and so does a database trigger (migration 0002).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 
@@ -88,3 +103,200 @@ class Cycle(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+# ------------------------------------------------------------------------------------ evidence
+def validate_citations(value: Any) -> None:
+    """At least one citation, each a dict with an http(s) ``url`` and a non-empty ``quote``."""
+    if not isinstance(value, list) or not value:
+        raise ValidationError("at least one citation ({url, quote}) is required")
+    for i, item in enumerate(value, start=1):
+        if not isinstance(item, dict) or set(item) - {"url", "quote"}:
+            raise ValidationError(f"citation {i}: must be an object with url and quote only")
+        url, quote = item.get("url"), item.get("quote")
+        if not isinstance(url, str) or not url.startswith(("https://", "http://")) or len(url) > 2000:
+            raise ValidationError(f"citation {i}: url must be an http(s) URL")
+        if not isinstance(quote, str) or not quote.strip() or len(quote) > 5000:
+            raise ValidationError(f"citation {i}: quote must be non-empty text")
+
+
+def respondent_org_hash(org: str) -> str:
+    """HMAC-SHA256 of a respondent organisation, keyed with settings.OPGRADE_PSEUDONYM_KEY.
+
+    Same normalisation as reviews.feedback_csv.org_pseudonym (collapsed whitespace, casefold),
+    so survey imports and hand-entered feedback hash one organisation alike. The plain name is
+    never stored.
+    """
+    normalised = " ".join(org.split()).casefold()
+    if not normalised:
+        raise ValueError("respondent organisation is empty")
+    return hmac.new(settings.OPGRADE_PSEUDONYM_KEY.encode(), normalised.encode(), hashlib.sha256).hexdigest()
+
+
+SHA256_HEX = RegexValidator(r"^[0-9a-f]{64}$", "a lowercase hex sha256")
+
+
+class DocReview(models.Model):
+    """One reviewer's 0-4 score of one criterion for one provider in one cycle, with citations.
+
+    ``is_reconciled`` marks the value the reviewers settled on (at most one per criterion):
+    when present the engine scores it instead of the reviewers' median.
+    """
+
+    cycle = models.ForeignKey(Cycle, on_delete=models.PROTECT, related_name="doc_reviews")
+    provider = models.ForeignKey(Provider, on_delete=models.PROTECT, related_name="doc_reviews")
+    criterion = models.ForeignKey("rubric.Criterion", on_delete=models.PROTECT, related_name="doc_reviews")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="doc_reviews")
+    score = models.FloatField(help_text="0 (absent) to 4 (exemplary).")
+    is_reconciled = models.BooleanField(default=False, help_text="The reconciled value of this criterion.")
+    citations = models.JSONField(validators=[validate_citations], help_text="List of {url, quote}; at least one.")
+    notes = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["cycle", "provider", "criterion", "-is_reconciled", "reviewer"]
+        constraints = [
+            models.CheckConstraint(condition=Q(score__gte=0) & Q(score__lte=4), name="docreview_score_0_4"),
+            models.UniqueConstraint(
+                fields=["cycle", "provider", "criterion", "reviewer"], condition=Q(is_reconciled=False),
+                name="docreview_one_per_reviewer",
+            ),
+            models.UniqueConstraint(
+                fields=["cycle", "provider", "criterion"], condition=Q(is_reconciled=True),
+                name="docreview_one_reconciled",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.criterion} for {self.provider}: {self.score:g}"
+
+
+class CustomerFeedback(models.Model):
+    """One respondent's 1-5 rating of a provider on one area or one criterion."""
+
+    class Source(models.TextChoices):
+        SURVEY = "survey", "Survey"
+        INTERVIEW = "interview", "Interview"
+
+    cycle = models.ForeignKey(Cycle, on_delete=models.PROTECT, related_name="customer_feedback")
+    provider = models.ForeignKey(Provider, on_delete=models.PROTECT, related_name="customer_feedback")
+    area = models.ForeignKey(
+        "rubric.Area", null=True, blank=True, on_delete=models.PROTECT, related_name="customer_feedback"
+    )
+    criterion = models.ForeignKey(
+        "rubric.Criterion", null=True, blank=True, on_delete=models.PROTECT, related_name="customer_feedback"
+    )
+    rating = models.PositiveSmallIntegerField(help_text="1 (poor) to 5 (excellent).")
+    source = models.CharField(max_length=10, choices=Source.choices)
+    respondent_org_hash = models.CharField(
+        max_length=64, validators=[SHA256_HEX], help_text="HMAC-SHA256 of the organisation; never the name."
+    )
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["cycle", "provider", "id"]
+        verbose_name_plural = "customer feedback"
+        constraints = [
+            models.CheckConstraint(condition=Q(rating__gte=1) & Q(rating__lte=5), name="customerfeedback_rating_1_5"),
+            models.CheckConstraint(
+                condition=Q(area__isnull=True, criterion__isnull=False) | Q(area__isnull=False, criterion__isnull=True),
+                name="customerfeedback_area_xor_criterion",
+            ),
+            models.UniqueConstraint(
+                fields=["cycle", "provider", "criterion", "respondent_org_hash", "source"],
+                condition=Q(area__isnull=True), name="customerfeedback_one_per_respondent_criterion",
+            ),
+            models.UniqueConstraint(
+                fields=["cycle", "provider", "area", "respondent_org_hash", "source"],
+                condition=Q(criterion__isnull=True), name="customerfeedback_one_per_respondent_area",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.area or self.criterion}: {self.rating}"
+
+
+# -------------------------------------------------------------------------------------- scores
+class ImmutableRowError(Exception):
+    """A score snapshot or tier assignment was asked to change; they never do."""
+
+
+class _Immutable(models.Model):
+    class Meta:
+        abstract = True
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise ImmutableRowError(f"{type(self).__name__} {self.pk} is immutable; compute a new snapshot")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise ImmutableRowError(f"{type(self).__name__} {self.pk} is immutable and is never deleted")
+
+
+class ScoreSnapshot(_Immutable):
+    """One run of the scoring engine over one cycle: reproducible from its recorded inputs."""
+
+    cycle = models.ForeignKey(Cycle, on_delete=models.PROTECT, related_name="score_snapshots")
+    rubric_version = models.ForeignKey("rubric.RubricVersion", on_delete=models.PROTECT, related_name="score_snapshots")
+    engine_version = models.CharField(max_length=64)
+    seed = models.BigIntegerField()
+    bootstrap_size = models.PositiveIntegerField()
+    inputs_hash = models.CharField(max_length=64, validators=[SHA256_HEX])
+    content_hash = models.CharField(max_length=64, validators=[SHA256_HEX], help_text="sha256 of the canonical result.")
+    result = models.JSONField(help_text="The engine's canonical result (ratings.scoring.result_to_dict).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        get_latest_by = "created_at"
+        constraints = [
+            models.UniqueConstraint(fields=["cycle", "content_hash"], name="scoresnapshot_unique_content_per_cycle"),
+            models.CheckConstraint(condition=Q(seed__gte=0), name="scoresnapshot_seed_not_negative"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cycle.slug} {self.content_hash[:12]}"
+
+
+TIER_CHOICES = [
+    ("platinum", "Platinum"), ("gold", "Gold"), ("silver", "Silver"), ("bronze", "Bronze"),
+    ("underperforming", "Underperforming"), ("not_rated", "Not rated"),
+]
+
+
+class TierAssignment(_Immutable):
+    """One provider's tier in one snapshot, with its confidence and full breakdown."""
+
+    snapshot = models.ForeignKey(ScoreSnapshot, on_delete=models.PROTECT, related_name="assignments")
+    provider = models.ForeignKey(Provider, on_delete=models.PROTECT, related_name="tier_assignments")
+    tier = models.CharField(max_length=16, choices=TIER_CHOICES)
+    tier_point = models.CharField(max_length=16, blank=True, help_text="Peer tier of the point estimate.")
+    previous_tier = models.CharField(max_length=16, blank=True)
+    hysteresis_held = models.BooleanField(default=False)
+    probabilities = models.JSONField(default=dict, help_text="Bootstrap probability of each tier.")
+    ci_low = models.FloatField(null=True, blank=True)
+    ci_high = models.FloatField(null=True, blank=True)
+    composite = models.FloatField(null=True, blank=True)
+    composite_pessimistic = models.FloatField(default=0.0)
+    coverage = models.FloatField()
+    borderline = models.BooleanField(default=False)
+    outlook = models.CharField(max_length=16, default="stable")
+    floor_capped = models.BooleanField(default=False)
+    gate_caps = models.JSONField(default=list)
+    areas = models.JSONField(default=list, help_text="Per-area score, coverage and CI.")
+    criteria = models.JSONField(default=list, help_text="Per-criterion status, score and evidence streams.")
+    flags = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["snapshot", "provider__name"]
+        constraints = [
+            models.UniqueConstraint(fields=["snapshot", "provider"], name="tierassignment_one_per_provider"),
+            models.CheckConstraint(
+                condition=Q(coverage__gte=0) & Q(coverage__lte=1.000001), name="tierassignment_coverage_0_1"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.tier}"

@@ -642,33 +642,63 @@ def _sample_streams(p: _Provider, n_slots: int, size: int, seed: int) -> np.ndar
     return out
 
 
-def _aggregate(
-    p: _Provider, layout: _Layout, scores: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """(B, streams) final stream scores -> composite (B,), area scores (B, areas), gate scores."""
+@dataclass
+class _Partial:
+    """One provider's stream scores reduced to what the cross-provider step still needs.
+
+    ``areas`` holds each area's weighted sum over its non-feedback streams (NaN for an area
+    without streams); ``kept`` holds the columns that cannot be summed yet: customer feedback
+    (mean ratings, shrunk toward the peer mean later) and every stream of a gate criterion.
+    Reducing each provider at once keeps memory flat in the number of providers.
+    """
+
+    areas: np.ndarray  # (B, areas)
+    kept: np.ndarray  # (B, kept streams)
+    kept_index: list[int]  # stream index of each kept column
+
+
+def _reduce(p: _Provider, layout: _Layout, scores: np.ndarray) -> _Partial:
     size = scores.shape[0]
     areas = np.full((size, len(layout.areas)), np.nan)
     for a_index, area in enumerate(layout.areas):
         cols = [i for i, s in enumerate(p.streams) if layout.slots[s.slot][0].area == area.key]
         if not cols:
             continue
-        w = np.array([p.stream_weight[p.streams[i].slot] for i in cols])
-        areas[:, a_index] = (scores[:, cols] * w).sum(axis=1)
+        plain = [i for i in cols if p.streams[i].kind != EvidenceKind.CUSTOMER_FEEDBACK]
+        w = np.array([p.stream_weight[p.streams[i].slot] for i in plain])
+        areas[:, a_index] = (scores[:, plain] * w).sum(axis=1)
+    kept_index = [
+        i for i, s in enumerate(p.streams)
+        if s.kind == EvidenceKind.CUSTOMER_FEEDBACK or layout.slots[s.slot][0].is_gate
+    ]
+    return _Partial(areas, scores[:, kept_index].copy(), kept_index)
+
+
+def _finish(
+    p: _Provider, layout: _Layout, part: _Partial
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Composite (B,), area scores (B, areas) and gate criterion scores, after shrinkage."""
+    areas = part.areas.copy()
+    for k, i in enumerate(part.kept_index):
+        s = p.streams[i]
+        if s.kind == EvidenceKind.CUSTOMER_FEEDBACK:
+            areas[:, layout.area_index[layout.slots[s.slot][0].area]] += part.kept[:, k] * p.stream_weight[s.slot]
+    size = areas.shape[0]
     measured = [i for i, a in enumerate(layout.areas) if p.area_measured.get(a.key)]
     weights = np.array([p.area_weight[layout.areas[i].key] for i in measured])
     composite = (areas[:, measured] * (weights / weights.sum())).sum(axis=1) if measured else np.full(size, np.nan)
     gates: dict[str, np.ndarray] = {}
     for c in layout.criteria:
         if c.is_gate and p.status[c.key] == "measured":
-            cols = [i for i, s in enumerate(p.streams) if layout.slots[s.slot][0].key == c.key]
-            gates[c.key] = scores[:, cols].mean(axis=1)
+            cols = [k for k, i in enumerate(part.kept_index) if layout.slots[p.streams[i].slot][0].key == c.key]
+            gates[c.key] = part.kept[:, cols].mean(axis=1)
     return np.round(composite, COMPOSITE_DECIMALS), areas, gates
 
 
 NEUTRAL_RATING = 3.0  # the shrinkage target when no rated peer has feedback on a criterion
 
 
-def _peer_means(providers: list[_Provider], values: list[np.ndarray]) -> dict[int, np.ndarray]:
+def _peer_means(providers: list[_Provider], parts: list[_Partial]) -> dict[int, np.ndarray]:
     """Peer mean rating per feedback slot: the mean of the rated providers' means (per replicate).
 
     Only rated providers count, so a Not-rated provider's answers move no one else. Where no
@@ -676,11 +706,11 @@ def _peer_means(providers: list[_Provider], values: list[np.ndarray]) -> dict[in
     """
     members: dict[int, list[np.ndarray]] = defaultdict(list)
     size = 1
-    for p, vals in zip(providers, values, strict=True):
-        size = vals.shape[0]
-        for i, s in enumerate(p.streams):
-            if s.kind == EvidenceKind.CUSTOMER_FEEDBACK and p.rated:
-                members[s.slot].append(vals[:, i])
+    for p, part in zip(providers, parts, strict=True):
+        size = part.kept.shape[0]
+        for k, i in enumerate(part.kept_index):
+            if p.streams[i].kind == EvidenceKind.CUSTOMER_FEEDBACK and p.rated:
+                members[p.streams[i].slot].append(part.kept[:, k])
     out: dict[int, np.ndarray] = defaultdict(lambda: np.full(size, NEUTRAL_RATING))
     for slot, columns in members.items():
         out[slot] = np.mean(np.stack(columns), axis=0)
@@ -688,12 +718,21 @@ def _peer_means(providers: list[_Provider], values: list[np.ndarray]) -> dict[in
 
 
 def _shrink_feedback(
-    providers: list[_Provider], values: list[np.ndarray], peer: dict[int, np.ndarray], prior: float
+    providers: list[_Provider], parts: list[_Partial], peer: dict[int, np.ndarray], prior: float
 ) -> None:
-    for p, vals in zip(providers, values, strict=True):
-        for i, s in enumerate(p.streams):
+    for p, part in zip(providers, parts, strict=True):
+        for k, i in enumerate(part.kept_index):
+            s = p.streams[i]
             if s.kind == EvidenceKind.CUSTOMER_FEEDBACK:
-                vals[:, i] = shrink(vals[:, i], s.n, peer[s.slot], prior)
+                part.kept[:, k] = shrink(part.kept[:, k], s.n, peer[s.slot], prior)
+
+
+def _point_stream_scores(p: _Provider, part: _Partial) -> np.ndarray:
+    """Each stream's point score, feedback after shrinkage."""
+    scores = np.array([s.point for s in p.streams], dtype=np.float64)
+    for k, i in enumerate(part.kept_index):
+        scores[i] = part.kept[0, k]
+    return scores
 
 
 def _gate_caps(layout: _Layout, gates: dict[str, np.ndarray], size: int) -> np.ndarray:
@@ -717,17 +756,21 @@ def score_cycle(inp: ScoringInput) -> ScoringResult:
     size = params.bootstrap_size
 
     # Point estimate.
-    point_vals = [np.array([[s.point for s in p.streams]], dtype=np.float64).reshape(1, -1) for p in providers]
-    _shrink_feedback(providers, point_vals, _peer_means(providers, point_vals), params.feedback_prior_strength)
-    point = [_aggregate(p, layout, v) for p, v in zip(providers, point_vals, strict=True)]
+    point_parts = [
+        _reduce(p, layout, np.array([[s.point for s in p.streams]], dtype=np.float64).reshape(1, -1))
+        for p in providers
+    ]
+    _shrink_feedback(providers, point_parts, _peer_means(providers, point_parts), params.feedback_prior_strength)
+    point = [_finish(p, layout, part) for p, part in zip(providers, point_parts, strict=True)]
+    point_vals = [_point_stream_scores(p, part) for p, part in zip(providers, point_parts, strict=True)]
 
     # Bootstrap, rated providers only (the others take part in nothing).
     rated = [i for i, p in enumerate(providers) if p.rated]
     rated_providers = [providers[i] for i in rated]
-    draws = [_sample_streams(p, len(layout.slots), size, inp.seed) for p in rated_providers]
-    _shrink_feedback(rated_providers, draws, _peer_means(rated_providers, draws), params.feedback_prior_strength)
-    boot = [_aggregate(p, layout, d) for p, d in zip(rated_providers, draws, strict=True)]
-    del draws
+    parts = [_reduce(p, layout, _sample_streams(p, len(layout.slots), size, inp.seed)) for p in rated_providers]
+    _shrink_feedback(rated_providers, parts, _peer_means(rated_providers, parts), params.feedback_prior_strength)
+    boot = [_finish(p, layout, part) for p, part in zip(rated_providers, parts, strict=True)]
+    del parts
 
     floors = params.tier_floors
     replicates = np.stack([b[0] for b in boot]) if boot else np.zeros((0, size))
@@ -755,7 +798,7 @@ def score_cycle(inp: ScoringInput) -> ScoringResult:
         boot_i = boot[r] if r is not None else None
         results.append(
             _provider_result(
-                p, layout, rubric, point[i], point_vals[i][0], boot_i, quantiles,
+                p, layout, rubric, point[i], point_vals[i], boot_i, quantiles,
                 None if r is None else (int(point_tiers[r]), probs[r], int(point_caps[r])),
                 previous.get(p.key),
             )

@@ -6,5 +6,7 @@ router = DefaultRouter()
 router.register("providers", views.ProviderViewSet, basename="provider")
 router.register("clusters", views.ClusterViewSet, basename="cluster")
 router.register("cycles", views.CycleViewSet, basename="cycle")
+router.register("score-snapshots", views.ScoreSnapshotViewSet, basename="score-snapshot")
+router.register("tier-assignments", views.TierAssignmentViewSet, basename="tier-assignment")
 
 urlpatterns = router.urls

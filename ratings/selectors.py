@@ -1,0 +1,204 @@
+"""Reads for ratings: one cycle's evidence gathered into the scoring engine's input, and snapshots.
+
+``cycle_evidence_get`` is the only place that turns database rows into
+``ratings.engine_types.ScoringInput``:
+
+* the rubric: the cycle's frozen version, checked against its freeze fingerprint
+  (``rubric.selectors.rubric_version_verify_fingerprint``) and converted to a
+  ``RubricSpec`` whose own fingerprint the engine checks again;
+* probe evidence: ``probes.Finding`` rows of the cycle's runs, bound to criteria by the
+  rubric's probe bindings (criterion.probe_id == finding.probe_id and criterion.probe_metric
+  == finding.metric, the empty metric meaning the pass/fail outcome); every finding of
+  every cluster of the provider is one replicate;
+* documentation reviews and customer feedback of the cycle; feedback given for an area
+  goes to that area's customer-feedback criterion;
+* the previous tiers for hysteresis.
+
+Every row carries the rubric version of the criterion it names, so evidence bound to another
+version is refused by the engine (never silently mixed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+
+from django.db.models import QuerySet
+
+from probes.models import Finding
+from ratings.engine_types import (
+    TIERS,
+    AreaSpec,
+    CriterionSpec,
+    DocReviewScore,
+    EvidenceKind,
+    FeedbackResponse,
+    Outcome,
+    PreviousTier,
+    ProbeObservation,
+    RubricFingerprintError,
+    RubricSpec,
+    ScoringInput,
+    ScoringInputError,
+    ScoringParams,
+    TierFloors,
+)
+from ratings.models import CustomerFeedback, Cycle, DocReview, ScoreSnapshot, TierAssignment
+from ratings.scoring import with_fingerprint
+from rubric.models import Area, Criterion, RubricVersion
+from rubric.selectors import RubricFingerprintMismatch, rubric_version_verify_fingerprint
+
+
+def cycle_default_seed(*, cycle: Cycle) -> int:
+    """The seed used when none is given: derived from the cycle's slug, so reruns agree."""
+    return int.from_bytes(hashlib.sha256(f"opgrade-cycle:{cycle.slug}".encode()).digest()[:7], "big")
+
+
+def rubric_spec_get(*, rubric_version: RubricVersion) -> RubricSpec:
+    """The engine's view of a frozen rubric version (refuses drafts and tampered versions)."""
+    try:
+        rubric_version_verify_fingerprint(rubric_version=rubric_version)
+    except RubricFingerprintMismatch as exc:
+        raise RubricFingerprintError(str(exc)) from exc
+    v = rubric_version
+    areas = Area.objects.filter(rubric_version=v).order_by("position", "key")
+    criteria = Criterion.objects.filter(rubric_version=v).select_related("area").order_by("position", "key")
+    return with_fingerprint(
+        RubricSpec(
+            id=str(v.pk),
+            name=v.name,
+            version=v.version,
+            params=ScoringParams(
+                coverage_floor=v.coverage_floor,
+                area_coverage_floor=v.area_coverage_floor,
+                bootstrap_size=v.bootstrap_size,
+                boundary_confidence=v.boundary_confidence,
+                borderline_threshold=v.borderline_threshold,
+                hysteresis_threshold=v.hysteresis_threshold,
+                feedback_prior_strength=v.feedback_prior_strength,
+                tier_floors=TierFloors(
+                    platinum=v.tier_floor_platinum, gold=v.tier_floor_gold,
+                    silver=v.tier_floor_silver, bronze=v.tier_floor_bronze,
+                ),
+            ),
+            areas=tuple(AreaSpec(key=a.key, weight=a.weight) for a in areas),
+            criteria=tuple(
+                CriterionSpec(
+                    key=c.key, area=c.area.key, weight=c.weight,
+                    evidence_kinds=tuple(EvidenceKind(k) for k in c.evidence_kinds),
+                    anchor_best=c.anchor_best, anchor_worst=c.anchor_worst, direction=c.direction,
+                    scale=c.scale, probe_id=c.probe_id, probe_metric=c.probe_metric, is_gate=c.is_gate,
+                    gate_cap_tier=c.gate_cap_tier, gate_threshold=c.gate_threshold,
+                )
+                for c in criteria
+            ),
+            fingerprint="",
+        )
+    )
+
+
+def _probe_observations(cycle: Cycle, rubric: RubricSpec) -> list[ProbeObservation]:
+    bindings: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for c in rubric.criteria:
+        if EvidenceKind.PROBE in c.evidence_kinds and c.probe_id:
+            bindings[(c.probe_id, c.probe_metric)].append(c.key)
+    rows = (
+        Finding.objects.filter(run__cycle=cycle)
+        .values_list("probe_id", "metric", "outcome", "value", "run__cluster__provider__slug")
+        .order_by("id")
+    )
+    out = []
+    for probe_id, metric, outcome, value, provider in rows.iterator(chunk_size=5000):
+        for key in bindings.get((probe_id, metric), ()):
+            out.append(ProbeObservation(rubric.id, provider, key, Outcome(outcome), value))
+    return out
+
+
+def _doc_scores(cycle: Cycle) -> list[DocReviewScore]:
+    rows = DocReview.objects.filter(cycle=cycle).values_list(
+        "provider__slug", "criterion__key", "criterion__rubric_version_id", "reviewer_id", "score", "is_reconciled"
+    )
+    return [
+        DocReviewScore(str(version), provider, key, f"user:{reviewer}", score, reconciled)
+        for provider, key, version, reviewer, score, reconciled in rows.order_by("id")
+    ]
+
+
+def _feedback(cycle: Cycle) -> list[FeedbackResponse]:
+    rows = CustomerFeedback.objects.filter(cycle=cycle).values_list(
+        "provider__slug", "criterion__key", "criterion__rubric_version_id", "area_id", "area__key",
+        "area__rubric_version_id", "rating", "source", "respondent_org_hash",
+    )
+    area_targets: dict[int, str] = {}
+    out = []
+    for provider, key, c_version, area_id, area_key, a_version, rating, source, org in rows.order_by("id"):
+        version = c_version
+        if key is None:  # rated for an area: the area's customer-feedback criterion takes it
+            if area_id not in area_targets:
+                candidates = [
+                    c.key for c in Criterion.objects.filter(area_id=area_id)
+                    if EvidenceKind.CUSTOMER_FEEDBACK in c.evidence_kinds
+                ]
+                if len(candidates) != 1:
+                    raise ScoringInputError(
+                        f"feedback for area {area_key!r} needs exactly one customer-feedback criterion "
+                        f"in that area; found {len(candidates)}"
+                    )
+                area_targets[area_id] = candidates[0]
+            key, version = area_targets[area_id], a_version
+        out.append(FeedbackResponse(str(version), provider, key, f"{source}:{org}", rating))
+    return out
+
+
+def previous_tiers_get(*, cycle: Cycle) -> list[PreviousTier]:
+    """Tiers of the latest snapshot of the most recent earlier cycle under the same rubric line.
+
+    "Same line" is the same rubric name and major version (the label before the first dot),
+    as research/scoring.md asks: cross-major movement is not compared. The reports app, which
+    owns publication, may pass the published tiers to ``cycle_scores_compute`` instead.
+    """
+    rv = cycle.rubric_version
+    major = rv.version.split(".", 1)[0]
+    earlier = (
+        Cycle.objects.filter(period_end__lt=cycle.period_start, rubric_version__name=rv.name)
+        .select_related("rubric_version")
+        .order_by("-period_end", "-id")
+    )
+    for previous in earlier:
+        if previous.rubric_version.version.split(".", 1)[0] != major:
+            continue
+        snapshot = ScoreSnapshot.objects.filter(cycle=previous).order_by("-created_at", "-id").first()
+        if snapshot is None:
+            continue
+        peers = set(cycle.providers.values_list("slug", flat=True))
+        return [
+            PreviousTier(slug, tier)
+            for slug, tier in snapshot.assignments.values_list("provider__slug", "tier")
+            if tier in TIERS and slug in peers
+        ]
+    return []
+
+
+def cycle_evidence_get(
+    *, cycle: Cycle, seed: int, previous_tiers: list[PreviousTier] | None = None
+) -> ScoringInput:
+    """Everything the engine needs to score ``cycle``. Raises ScoringInputError on bad evidence."""
+    rubric = rubric_spec_get(rubric_version=cycle.rubric_version)
+    providers = tuple(cycle.providers.order_by("slug").values_list("slug", flat=True))
+    return ScoringInput(
+        rubric=rubric,
+        providers=providers,
+        seed=seed,
+        probe_observations=tuple(_probe_observations(cycle, rubric)),
+        doc_scores=tuple(_doc_scores(cycle)),
+        feedback=tuple(_feedback(cycle)),
+        previous_tiers=tuple(previous_tiers_get(cycle=cycle) if previous_tiers is None else previous_tiers),
+    )
+
+
+def score_snapshot_list() -> QuerySet[ScoreSnapshot]:
+    return ScoreSnapshot.objects.select_related("cycle", "rubric_version").order_by("-created_at", "-id")
+
+
+def tier_assignment_list() -> QuerySet[TierAssignment]:
+    return TierAssignment.objects.select_related("snapshot__cycle", "provider").order_by("snapshot_id", "provider__name")

@@ -1,0 +1,151 @@
+"""Writes for ratings' scores and evidence: compute a cycle's snapshot, record reviews and feedback.
+
+``cycle_scores_compute`` runs the pure engine (ratings.scoring) over one cycle's evidence and
+stores the result as an immutable ``ScoreSnapshot`` with one ``TierAssignment`` per provider.
+Scoring happens before the transaction opens; the writes are one atomic block, so bad input
+(``ScoringInputError``: another rubric version, an out-of-range score, NaN/inf, no providers,
+a tampered rubric) writes nothing. The same evidence and seed give the same content hash, and
+computing it again returns the snapshot already stored rather than a duplicate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from ratings.engine_types import PreviousTier, ProviderResult, ScoringInputError
+from ratings.models import (
+    CustomerFeedback,
+    Cycle,
+    DocReview,
+    Provider,
+    ScoreSnapshot,
+    TierAssignment,
+    respondent_org_hash,
+    validate_citations,
+)
+from ratings.scoring import content_hash, result_to_dict, score_cycle
+from ratings.selectors import cycle_default_seed, cycle_evidence_get
+from rubric.models import Area, Criterion
+
+
+def _assignment(snapshot: ScoreSnapshot, provider: Provider, r: ProviderResult, data: dict[str, Any]) -> TierAssignment:
+    return TierAssignment(
+        snapshot=snapshot,
+        provider=provider,
+        tier=r.tier,
+        tier_point=r.tier_point or "",
+        previous_tier=r.previous_tier or "",
+        hysteresis_held=r.hysteresis_held,
+        probabilities=dict(data["probabilities"]),
+        ci_low=data["ci_low"],
+        ci_high=data["ci_high"],
+        composite=data["composite"],
+        composite_pessimistic=data["composite_pessimistic"],
+        coverage=data["coverage"],
+        borderline=r.borderline,
+        outlook=r.outlook,
+        floor_capped=r.floor_capped,
+        gate_caps=data["gate_caps"],
+        areas=data["areas"],
+        criteria=data["criteria"],
+        flags=data["flags"],
+    )
+
+
+def cycle_scores_compute(
+    *, cycle: Cycle, seed: int | None = None, previous_tiers: list[PreviousTier] | None = None
+) -> ScoreSnapshot:
+    """Score ``cycle`` and store the snapshot (or return the identical one already stored).
+
+    ``seed`` defaults to one derived from the cycle slug; ``previous_tiers`` defaults to the
+    latest snapshot of the previous cycle under the same rubric line (see
+    ``ratings.selectors.previous_tiers_get``). Raises ``ScoringInputError`` on bad input.
+    """
+    seed = cycle_default_seed(cycle=cycle) if seed is None else seed
+    inp = cycle_evidence_get(cycle=cycle, seed=seed, previous_tiers=previous_tiers)
+    result = score_cycle(inp)
+    data = result_to_dict(result)
+    digest = content_hash(result)
+    with transaction.atomic():
+        existing = ScoreSnapshot.objects.filter(cycle=cycle, content_hash=digest).first()
+        if existing is not None:
+            return existing
+        snapshot = ScoreSnapshot.objects.create(
+            cycle=cycle,
+            rubric_version=cycle.rubric_version,
+            engine_version=result.engine_version,
+            seed=seed,
+            bootstrap_size=result.bootstrap_size,
+            inputs_hash=result.inputs_hash,
+            content_hash=digest,
+            result=data,
+        )
+        providers = {p.slug: p for p in cycle.providers.all()}
+        TierAssignment.objects.bulk_create(
+            [
+                _assignment(snapshot, providers[r.provider], r, d)
+                for r, d in zip(result.providers, data["providers"], strict=True)
+            ]
+        )
+    return snapshot
+
+
+def _check_unit(cycle: Cycle, provider: Provider, criterion_version_id: int) -> None:
+    if criterion_version_id != cycle.rubric_version_id:
+        raise ScoringInputError(
+            f"criterion belongs to rubric version {criterion_version_id}, cycle {cycle.slug} uses "
+            f"{cycle.rubric_version_id}; evidence never crosses rubric versions"
+        )
+    if not cycle.providers.filter(pk=provider.pk).exists():
+        raise ScoringInputError(f"{provider.slug} is not in the peer set of cycle {cycle.slug}")
+
+
+@transaction.atomic
+def doc_review_record(
+    *, cycle: Cycle, provider: Provider, criterion: Criterion, reviewer: Any, score: float,
+    citations: list[dict[str, str]], notes: str = "", is_reconciled: bool = False,
+) -> DocReview:
+    """Store one reviewer's 0-4 score with at least one {url, quote} citation."""
+    _check_unit(cycle, provider, criterion.rubric_version_id)
+    if "doc_review" not in criterion.evidence_kinds:
+        raise ScoringInputError(f"criterion {criterion.key} takes no documentation review")
+    review = DocReview(
+        cycle=cycle, provider=provider, criterion=criterion, reviewer=reviewer, score=score,
+        citations=citations, notes=notes, is_reconciled=is_reconciled,
+    )
+    try:
+        validate_citations(citations)
+        review.full_clean()
+    except ValidationError as exc:
+        raise ScoringInputError(f"doc review refused: {exc}") from exc
+    review.save()
+    return review
+
+
+@transaction.atomic
+def customer_feedback_record(
+    *, cycle: Cycle, provider: Provider, rating: int, source: str, respondent_org: str,
+    area: Area | None = None, criterion: Criterion | None = None, comment: str = "",
+) -> CustomerFeedback:
+    """Store one respondent's 1-5 rating; the organisation is kept only as its keyed hash."""
+    if (area is None) == (criterion is None):
+        raise ScoringInputError("feedback rates exactly one area or one criterion")
+    target = criterion if criterion is not None else area
+    _check_unit(cycle, provider, target.rubric_version_id)  # type: ignore[union-attr]
+    try:
+        org_hash = respondent_org_hash(respondent_org)
+    except ValueError as exc:
+        raise ScoringInputError(str(exc)) from exc
+    feedback = CustomerFeedback(
+        cycle=cycle, provider=provider, area=area, criterion=criterion, rating=rating, source=source,
+        respondent_org_hash=org_hash, comment=comment,
+    )
+    try:
+        feedback.full_clean()
+    except ValidationError as exc:
+        raise ScoringInputError(f"customer feedback refused: {exc}") from exc
+    feedback.save()
+    return feedback
