@@ -22,7 +22,7 @@ from django.utils.html import format_html
 
 from reports import services
 from reports.errors import ReportError
-from reports.models import Report
+from reports.models import Report, ReportSource
 from reports.permissions import can_publish
 
 
@@ -55,7 +55,7 @@ class ReportAdmin(admin.ModelAdmin):
     readonly_fields = [
         "cycle", "status", "content_hash", "public_link", "supersedes", "correction_notice", "created_at",
         "created_by", "fact_check_opened_at", "published_at", "published_by", "superseded_at", "withdrawn_at",
-        "withdrawal_notice", "document",
+        "withdrawal_notice", "score_snapshot", "document",
     ]
     exclude = ["content"]
 
@@ -73,6 +73,11 @@ class ReportAdmin(admin.ModelAdmin):
             return "not public (draft or fact-check)"
         url = reverse("reports:overview", args=[report.pk])
         return format_html('<a href="{}">{}</a>', url, url)
+
+    @admin.display(description="built from score snapshot")
+    def score_snapshot(self, report: Report) -> str:
+        source = ReportSource.objects.filter(report=report).select_related("score_snapshot").first()
+        return str(source.score_snapshot) if source else "a document (no snapshot)"
 
     @admin.display(description="document")
     def document(self, report: Report) -> str:
@@ -177,3 +182,20 @@ class ReportAdmin(admin.ModelAdmin):
                 self.message_user(request, f"Withdrew report #{report.pk}.", messages.SUCCESS)
                 return self._done(request, report)
         return self._form_page(request, report, form, f"Withdraw report #{report.pk}")
+
+
+@admin.register(ReportSource)
+class ReportSourceAdmin(admin.ModelAdmin):
+    list_display = ["report", "score_snapshot"]
+    list_select_related = ["report__cycle", "score_snapshot__cycle"]
+    search_fields = ["report__content_hash", "score_snapshot__content_hash"]
+    readonly_fields = ["report", "score_snapshot"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: ReportSource | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: ReportSource | None = None) -> bool:
+        return False

@@ -161,3 +161,27 @@ class Report(models.Model):
                 f"Report #{self.pk} is {old_status} and immutable; refused change to {', '.join(sorted(changed))}. "
                 "Publish a correction instead."
             )
+
+
+class ReportSource(models.Model):
+    """Which score snapshot a report was built from (reports made from a document have none).
+
+    A separate row rather than a column on Report so the Report table (whose history the
+    reviews app audits) keeps its shape; written once with the draft and never changed.
+    The document itself records the snapshot's hash (engine.snapshot_hash), which the
+    immutability guards protect.
+    """
+
+    report = models.OneToOneField(Report, on_delete=models.CASCADE, primary_key=True, related_name="source")
+    score_snapshot = models.ForeignKey("ratings.ScoreSnapshot", on_delete=models.PROTECT, related_name="reports")
+
+    class Meta:
+        verbose_name = "report source"
+
+    def __str__(self) -> str:
+        return f"report #{self.report_id} from snapshot #{self.score_snapshot_id}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise ReportImmutableError("a report's source snapshot is recorded once and never changed")
+        super().save(*args, **kwargs)

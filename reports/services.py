@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from reports.context import DocumentError, content_hash, validate_document
 from reports.errors import ReportInputError, ReportPermissionError, ReportStateError
-from reports.models import Report
+from reports.models import Report, ReportSource
 from reports.permissions import can_publish
 
 NOTICE_MAX = 4000
@@ -46,7 +46,7 @@ def _locked(report: Report) -> Report:
     return Report.objects.select_for_update().get(pk=report.pk)
 
 
-def report_draft_create(*, cycle: Any, snapshot_document: dict[str, Any], user: Any = None, **extra: Any) -> Report:
+def report_draft_create(*, cycle: Any, snapshot_document: dict[str, Any], user: Any = None) -> Report:
     """Store a report document as a draft for ``cycle`` (the document must name that cycle)."""
     try:
         validate_document(snapshot_document)
@@ -59,7 +59,6 @@ def report_draft_create(*, cycle: Any, snapshot_document: dict[str, Any], user: 
     return Report.objects.create(
         cycle=cycle, status=Report.Status.DRAFT, content=snapshot_document,
         content_hash=content_hash(snapshot_document), created_by=user if getattr(user, "pk", None) else None,
-        **extra,
     )
 
 
@@ -156,3 +155,18 @@ def report_draft_discard(*, report: Report) -> None:
     if report.status not in (Report.Status.DRAFT, Report.Status.FACT_CHECK):
         raise ReportStateError(f"report #{report.pk} is {report.status}; published reports are never deleted")
     report.delete()
+
+
+def report_draft_create_from_snapshot(*, snapshot: Any, user: Any = None) -> Report:
+    """Build the document from a ratings.ScoreSnapshot (with movement, history and overrides) as a draft."""
+    from reports.context import build_report_document
+    from reports.snapshot import snapshot_report_input
+
+    try:
+        document = build_report_document(snapshot_report_input(snapshot))
+    except DocumentError as exc:
+        raise ReportInputError(f"score snapshot {snapshot.pk} cannot make a report: {exc}") from exc
+    with transaction.atomic():
+        report = report_draft_create(cycle=snapshot.cycle, snapshot_document=document, user=user)
+        ReportSource.objects.create(report=report, score_snapshot=snapshot)
+    return report
