@@ -107,3 +107,36 @@ def test_the_management_command_refuses_a_non_publisher(scored, analyst):
     with pytest.raises(CommandError, match="only publishers"):
         call_command("report_publish", cycle.slug, "--as", analyst.username, stdout=StringIO())
     assert not Report.objects.exists()
+
+
+def test_approved_overrides_are_listed_with_both_publishers_and_no_reviewers(scored, publisher, django_user_model):
+    from django.contrib.auth.models import Group
+
+    from reviews.services import override_decide, override_propose
+
+    cycle, snapshot = scored
+    second = django_user_model.objects.create_user("sam-publisher", password="not-used-1234567", is_staff=True)
+    second.groups.add(Group.objects.get_or_create(name="publisher")[0])
+    provider = cycle.providers.order_by("slug").first()
+    criterion = cycle.rubric_version.criteria.filter(evidence_kinds__contains=["doc_review"]).first()
+    override = override_propose(cycle=cycle, provider=provider, criterion=criterion, value=0.9,
+                                justification="Provider published the missing runbook.",
+                                evidence=[{"url": "https://example.test/runbook", "quote": "Runbook"}], by=publisher)
+    override_decide(override=override, by=second, approve=True)
+    draft = services.report_draft_create_from_snapshot(snapshot=snapshot)
+    [entry] = draft.content["overrides"]
+    assert entry["provider"] == provider.slug and entry["criterion"] == criterion.key and entry["to"] == 0.9
+    assert entry["proposer"] == "pat-publisher" and entry["approver"] == "sam-publisher"
+    assert "sample-reviewer" not in str(draft.content)  # doc reviewers never appear
+
+
+def test_the_staff_api_builds_a_draft_from_a_snapshot(scored, publisher, client):
+    cycle, snapshot = scored
+    client.force_login(publisher)
+    response = client.post("/api/v1/reports/", {"cycle": cycle.slug, "score_snapshot": snapshot.pk},
+                           content_type="application/json")
+    assert response.status_code == 201, response.content
+    assert Report.objects.get(pk=response.json()["id"]).source.score_snapshot_id == snapshot.pk
+    missing = client.post("/api/v1/reports/", {"cycle": cycle.slug, "score_snapshot": 999999},
+                          content_type="application/json")
+    assert missing.status_code == 400 and "no score snapshot" in missing.json()["detail"]
