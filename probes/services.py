@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import redis
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
@@ -53,6 +54,7 @@ from probes.catalog.base import (
 from probes.fanout import Outcome as Outcome_
 from probes.fanout import fan_out
 from probes.models import ClusterAccess, Finding, HostKeyPin, ProbeRun, ProbeSchedule, TenantAccount
+from probes.politeness import ProviderSlots
 from probes.transport import (
     Command,
     Credentials,
@@ -615,10 +617,14 @@ def _execute_claimed(run: ProbeRun, pool_factory: PoolFactory) -> ExecuteResult:
         # Worker threads only talk to hosts; findings are written here, in the calling thread, as
         # each target completes (one transaction per target, so a crash loses at most the
         # targets in flight, and a redelivery resumes from the rest).
+        slots = _provider_slots(run, probe, ctx)
+
         def measure(target: Target) -> tuple[list[FindingDraft], datetime, datetime]:
-            started = timezone.now()
-            drafts = list(probe.execute(ctx, target))
-            return drafts, started, timezone.now()
+            # politeness across all workers; waits at least one lease, so a dead holder's slot frees
+            with slots.slot(wait_s=probe.timeout_s * 2 + settings.OPGRADE_PROBE_STALE_S + 30):
+                started = timezone.now()
+                drafts = list(probe.execute(ctx, target))
+                return drafts, started, timezone.now()
 
         def record(outcome: Outcome_[Target, tuple[list[FindingDraft], datetime, datetime]]) -> None:
             if outcome.error is not None or outcome.value is None:
@@ -647,6 +653,16 @@ def _execute_claimed(run: ProbeRun, pool_factory: PoolFactory) -> ExecuteResult:
         ctx.close()
 
 
+def _provider_slots(run: ProbeRun, probe: Probe, ctx: ProbeContext) -> ProviderSlots:
+    """The provider-wide session semaphore (Redis): the cluster's limit, shared by every worker."""
+    return ProviderSlots(
+        client=redis.Redis.from_url(settings.REDIS_URL),
+        provider_key=str(run.cluster.provider_id),
+        limit=ctx.max_concurrency,
+        lease_s=float(settings.OPGRADE_PROBE_STALE_S),  # a dead worker's slots free as its runs do
+    )
+
+
 def _conclude(run: ProbeRun, probe: Probe, state: _RunState, targets: list[Target]) -> ExecuteResult:
     permanent = [f for f in state.failures if not getattr(f.error, "transient", False)]
     transient = [f for f in state.failures if getattr(f.error, "transient", False)]
@@ -656,11 +672,14 @@ def _conclude(run: ProbeRun, probe: Probe, state: _RunState, targets: list[Targe
         delay = settings.OPGRADE_PROBE_RETRY_BASE_S * 2 ** (run.attempt - 1)
         return ExecuteResult(status="retry", retry_in=delay, findings=state.written)
     now = timezone.now()
-    for failure in state.failures:
-        if finding_record(
-            run=run, draft=_error_draft(probe, failure.target, failure.error), started_at=now, finished_at=now
-        ):
-            state.written += 1
+    for failure in state.failures:  # a target we gave up on is finished too: it counts in n of m
+        with transaction.atomic():
+            draft = _error_draft(probe, failure.target, failure.error)
+            if finding_record(run=run, draft=draft, started_at=now, finished_at=now):
+                state.written += 1
+                ProbeRun.objects.filter(pk=run.pk, progress_done__lt=F("progress_total")).update(
+                    progress_done=F("progress_done") + 1
+                )
     if permanent:
         first = permanent[0].error
         code = getattr(first, "code", type(first).__name__)

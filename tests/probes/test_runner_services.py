@@ -232,3 +232,24 @@ def test_the_sweeper_resends_runs_of_dead_workers_and_lost_messages(
         resent = services.probe_runs_sweep()
     assert sorted(resent) == sorted([stuck.pk, lost.pk]) and fresh.pk not in resent
     assert len(callbacks) == 2
+
+
+def test_fan_out_never_exceeds_the_providers_session_limit(cluster) -> None:  # type: ignore[no-untyped-def]
+    import threading
+    import time
+
+    ClusterAccess.objects.filter(cluster=cluster).update(max_concurrency=1)
+    lock, state = threading.Lock(), {"now": 0, "peak": 0}
+
+    def slow(ep, cmd):  # type: ignore[no-untyped-def]
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        time.sleep(0.05)
+        with lock:
+            state["now"] -= 1
+        return ok()
+
+    run = start(cluster, "ssh_reachable")
+    services.probe_run_execute(run_id=run.pk, worker="w1", pool_factory=FakeTransport(slow).pool)
+    assert state["peak"] == 1 and Finding.objects.filter(run=run).count() == 3
