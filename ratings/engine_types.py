@@ -47,6 +47,7 @@ class EvidenceKind(StrEnum):
     PROBE = "probe"
     DOC_REVIEW = "doc_review"
     CUSTOMER_FEEDBACK = "customer_feedback"
+    OVERRIDE = "override"  # an approved analyst override; never a kind a rubric criterion declares
 
 
 # Canonical order of the evidence kinds inside one criterion (fixes the bootstrap's draw order).
@@ -190,6 +191,20 @@ class FeedbackResponse:
 
 
 @dataclass(frozen=True)
+class CriterionOverride:
+    """An approved override of one criterion's normalised score (0-1) for one provider.
+
+    It replaces whatever the evidence says for that criterion (counted as measured, without
+    resampling noise); proposing and approving it is the reviews workflow's job.
+    """
+
+    rubric_version: str
+    provider: str
+    criterion: str
+    score: float
+
+
+@dataclass(frozen=True)
 class PreviousTier:
     """The tier last published for a provider (same rubric major version; the caller checks)."""
 
@@ -206,6 +221,7 @@ class ScoringInput:
     doc_scores: tuple[DocReviewScore, ...] = ()
     feedback: tuple[FeedbackResponse, ...] = ()
     previous_tiers: tuple[PreviousTier, ...] = ()
+    overrides: tuple[CriterionOverride, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------- results

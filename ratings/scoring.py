@@ -19,7 +19,8 @@ Pipeline (docs/domain.md "Scoring"; research/scoring.md section 6):
    - customer feedback: ``(v*R + m*C)/(v+m)`` with R the provider's mean rating over v
      respondents, C the peer mean (the mean of the rated providers' means) and m the
      rubric's prior strength, mapped from 1-5 onto [0, 1].
-   A criterion measured by several kinds scores the mean of its kinds.
+   A criterion measured by several kinds scores the mean of its kinds. An approved override
+   (``CriterionOverride``, 0-1) replaces a criterion's evidence for one provider, noise-free.
 2. **Normalisation** against the rubric's anchors, linear or log, clipped to [0, 1].
 3. **Aggregation**: area score = weighted mean over measured criteria; area coverage =
    measured share of the area's applicable weight; an area under ``area_coverage_floor`` is
@@ -191,6 +192,7 @@ def inputs_hash(inp: ScoringInput) -> str:
         "doc_scores": rows(inp.doc_scores),
         "feedback": rows(inp.feedback),
         "previous_tiers": rows(inp.previous_tiers),
+        "overrides": rows(inp.overrides),
     }
     return _sha256(_canonical_dumps(data))
 
@@ -245,8 +247,8 @@ def _validate_criterion(c: CriterionSpec, areas: set[str]) -> None:
     if not is_finite_number(c.weight) or c.weight <= 0:
         raise ScoringInputError(f"{where}: weight must be a finite number > 0")
     kinds = tuple(c.evidence_kinds)
-    if not kinds or any(k not in set(EvidenceKind) for k in kinds) or len(set(kinds)) != len(kinds):
-        raise ScoringInputError(f"{where}: evidence_kinds must be distinct values of {list(map(str, EvidenceKind))}")
+    if not kinds or any(k not in EVIDENCE_KIND_ORDER for k in kinds) or len(set(kinds)) != len(kinds):
+        raise ScoringInputError(f"{where}: evidence_kinds must be distinct values of {list(map(str, EVIDENCE_KIND_ORDER))}")
     if not (is_finite_number(c.anchor_best) and is_finite_number(c.anchor_worst)):
         raise ScoringInputError(f"{where}: anchors must be finite numbers")
     if c.anchor_best == c.anchor_worst:
@@ -329,6 +331,20 @@ def validate_input(inp: ScoringInput) -> None:
         if key in seen:
             raise ScoringInputError(f"respondent {row.respondent!r} rated {row.provider}/{row.criterion} twice")
         seen.add(key)
+    overridden: set[tuple[str, str]] = set()
+    for row in inp.overrides:
+        if row.rubric_version != inp.rubric.id:
+            raise MixedRubricVersionError(
+                f"override for {row.provider}/{row.criterion} is bound to rubric version {row.rubric_version!r}, "
+                f"not {inp.rubric.id!r}"
+            )
+        if row.provider not in providers or row.criterion not in criteria:
+            raise ScoringInputError(f"override for unknown provider/criterion {row.provider}/{row.criterion}")
+        if not is_finite_number(row.score) or not (0 <= row.score <= 1):
+            raise ScoringInputError(f"override score {row.score!r} for {row.provider}/{row.criterion} is not in 0-1")
+        if (row.provider, row.criterion) in overridden:
+            raise ScoringInputError(f"two overrides for {row.provider}/{row.criterion}")
+        overridden.add((row.provider, row.criterion))
     previous_seen: set[str] = set()
     for prev in inp.previous_tiers:
         if prev.provider not in providers:
@@ -560,12 +576,21 @@ def _build_providers(inp: ScoringInput, layout: _Layout) -> list[_Provider]:
                 measured_cells[key] = usable
         for key, stream in _measured_streams(slot, c, measured_cells).items():
             probe_streams[(key, c.key)] = stream
+    overrides = {(o.provider, o.criterion): float(o.score) for o in inp.overrides}
     out = []
     for key in sorted(inp.providers):
         streams: list[Stream] = []
         status: dict[str, str] = {}
         n_missing: dict[str, int] = {}
         for c in layout.criteria:
+            errors, _ = probe_meta.get((key, c.key), (0, False))
+            if (key, c.key) in overrides:  # the approved value replaces the evidence, noise-free
+                value = overrides[(key, c.key)]
+                slot = layout.slot_of[(c.key, c.evidence_kinds[0])]
+                streams.append(Stream(slot, EvidenceKind.OVERRIDE, value, value, 0, np.array([value]), np.array([1.0])))
+                status[c.key] = "measured"
+                n_missing[c.key] = errors
+                continue
             found: list[Stream | None] = [probe_streams.get((key, c.key))]
             errors, all_na = probe_meta.get((key, c.key), (0, False))
             if EvidenceKind.DOC_REVIEW in c.evidence_kinds:
@@ -660,13 +685,15 @@ class _Partial:
 def _reduce(p: _Provider, layout: _Layout, scores: np.ndarray) -> _Partial:
     size = scores.shape[0]
     areas = np.full((size, len(layout.areas)), np.nan)
-    for a_index, area in enumerate(layout.areas):
-        cols = [i for i, s in enumerate(p.streams) if layout.slots[s.slot][0].area == area.key]
-        if not cols:
-            continue
-        plain = [i for i in cols if p.streams[i].kind != EvidenceKind.CUSTOMER_FEEDBACK]
-        w = np.array([p.stream_weight[p.streams[i].slot] for i in plain])
-        areas[:, a_index] = (scores[:, plain] * w).sum(axis=1)
+    if p.streams:
+        # Streams are in slot order, so each area's streams are contiguous: one weighting pass
+        # and one segmented sum (feedback weighs 0 here; it is added once shrunk).
+        area_of = np.array([layout.area_index[layout.slots[s.slot][0].area] for s in p.streams])
+        weights = np.array(
+            [0.0 if s.kind == EvidenceKind.CUSTOMER_FEEDBACK else p.stream_weight[s.slot] for s in p.streams]
+        )
+        starts = np.flatnonzero(np.concatenate(([True], area_of[1:] != area_of[:-1])))
+        areas[:, area_of[starts]] = np.add.reduceat(scores * weights, starts, axis=1)
     kept_index = [
         i for i, s in enumerate(p.streams)
         if s.kind == EvidenceKind.CUSTOMER_FEEDBACK or layout.slots[s.slot][0].is_gate
@@ -881,6 +908,8 @@ def _provider_result(
             gate_caps.append(GateCap(criterion=c.key, cap_tier=c.gate_cap_tier, score=float(gate_score[0])))  # type: ignore[index]
         if c.is_gate and p.status[c.key] == "missing":
             flags.append(f"gate_unmeasured:{c.key}")
+        if any(k.kind == EvidenceKind.OVERRIDE for k in kinds):
+            flags.append(f"override:{c.key}")
         criteria.append(
             CriterionResult(
                 key=c.key, area=c.area, status=p.status[c.key], score=score, weight_share=share,

@@ -12,6 +12,11 @@
   every cluster of the provider is one replicate;
 * documentation reviews and customer feedback of the cycle; feedback given for an area
   goes to that area's customer-feedback criterion;
+* when the ``reviews`` app (the human-evidence workflow) is installed, its submitted blind
+  reviews and reconciliations count as documentation reviews and its approved (four-eyes)
+  score overrides replace criterion scores. It is read through the app registry, not
+  imported, because reviews builds on ratings; a review mirrored into both apps is refused
+  by the engine as a reviewer scoring twice, never counted twice;
 * the previous tiers for hysteresis.
 
 Every row carries the rubric version of the criterion it names, so evidence bound to another
@@ -23,12 +28,14 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 
+from django.apps import apps
 from django.db.models import QuerySet
 
 from probes.models import Finding
 from ratings.engine_types import (
     TIERS,
     AreaSpec,
+    CriterionOverride,
     CriterionSpec,
     DocReviewScore,
     EvidenceKind,
@@ -150,6 +157,32 @@ def _feedback(cycle: Cycle) -> list[FeedbackResponse]:
     return out
 
 
+def _reviews_evidence(cycle: Cycle) -> tuple[list[DocReviewScore], list[CriterionOverride]]:
+    """Submitted reviews, reconciliations and approved overrides of the reviews workflow."""
+    if not apps.is_installed("reviews"):
+        return [], []
+    assignment = apps.get_model("reviews", "ReviewAssignment")
+    reconciliation = apps.get_model("reviews", "Reconciliation")
+    override = apps.get_model("reviews", "ScoreOverride")
+    fields = ("provider__slug", "criterion__key", "criterion__rubric_version_id")
+    scores = [
+        DocReviewScore(str(version), provider, key, f"user:{reviewer}", float(score))
+        for provider, key, version, reviewer, score in assignment.objects.filter(cycle=cycle, status="submitted")
+        .values_list(*fields, "reviewer_id", "score").order_by("id")
+    ]
+    scores += [
+        DocReviewScore(str(version), provider, key, f"reconciliation:{pk}", float(value), reconciled=True)
+        for provider, key, version, pk, value in reconciliation.objects.filter(cycle=cycle)
+        .values_list(*fields, "pk", "value").order_by("id")
+    ]
+    overrides = [
+        CriterionOverride(str(version), provider, key, float(value))
+        for provider, key, version, value in override.objects.filter(cycle=cycle, status="approved")
+        .values_list(*fields, "value").order_by("id")
+    ]
+    return scores, overrides
+
+
 def previous_tiers_get(*, cycle: Cycle) -> list[PreviousTier]:
     """Tiers of the latest snapshot of the most recent earlier cycle under the same rubric line.
 
@@ -185,14 +218,16 @@ def cycle_evidence_get(
     """Everything the engine needs to score ``cycle``. Raises ScoringInputError on bad evidence."""
     rubric = rubric_spec_get(rubric_version=cycle.rubric_version)
     providers = tuple(cycle.providers.order_by("slug").values_list("slug", flat=True))
+    review_scores, overrides = _reviews_evidence(cycle)
     return ScoringInput(
         rubric=rubric,
         providers=providers,
         seed=seed,
         probe_observations=tuple(_probe_observations(cycle, rubric)),
-        doc_scores=tuple(_doc_scores(cycle)),
+        doc_scores=tuple(_doc_scores(cycle) + review_scores),
         feedback=tuple(_feedback(cycle)),
         previous_tiers=tuple(previous_tiers_get(cycle=cycle) if previous_tiers is None else previous_tiers),
+        overrides=tuple(overrides),
     )
 
 

@@ -308,3 +308,52 @@ def test_bootstrap_draws_follow_the_exact_resampling_distribution():
     values, counts = np.unique(draws, return_counts=True)
     assert values == pytest.approx([0.25, 0.5, 0.75])
     assert counts / 4000 == pytest.approx([0.25, 0.5, 0.25], abs=0.03)
+
+
+def test_an_approved_override_replaces_the_evidence_without_noise():
+    from ratings.engine_types import CriterionOverride
+
+    gate = pass_rate("iso", "security", is_gate=True, gate_cap_tier="bronze")
+    rows = [obs("a", "t", 10.0), obs("a", "iso", None, Outcome.FAIL), obs("a", "iso", None, Outcome.FAIL)]
+    rub = rubric([T, gate], bootstrap_size=50)
+    base = score_cycle(cycle(rub, ["a"], rows)).provider("a")
+    assert base.tier == "bronze"  # the gate (0.25) caps it
+    inp = dataclasses.replace(cycle(rub, ["a"], rows), overrides=(CriterionOverride("rv-1", "a", "iso", 1.0),))
+    a = score_cycle(inp).provider("a")
+    iso = next(c for c in a.criteria if c.key == "iso")
+    assert (iso.score, iso.kinds[0].kind, iso.gate_failed) == (1.0, "override", False)
+    assert a.composite == pytest.approx(1.0) and a.ci_low == a.ci_high == pytest.approx(1.0)
+    assert (a.tier, a.gate_caps) == ("platinum", ())
+    assert "override:iso" in a.flags
+    for bad, error in (
+        (CriterionOverride("rv-2", "a", "iso", 1.0), MixedRubricVersionError),
+        (CriterionOverride("rv-1", "a", "iso", 1.5), ScoringInputError),
+        (CriterionOverride("rv-1", "a", "iso", math.nan), ScoringInputError),
+        (CriterionOverride("rv-1", "zz", "iso", 1.0), ScoringInputError),
+    ):
+        with pytest.raises(error):
+            score_cycle(dataclasses.replace(inp, overrides=(bad,)))
+
+
+def test_the_hash_does_not_depend_on_the_process_or_its_hash_seed(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "from tests.ratings.test_scoring_engine import T, PF, D, basic_rows\n"
+        "from tests.ratings.engine_builders import cycle, rubric\n"
+        "from ratings.scoring import content_hash, score_cycle\n"
+        "inp = cycle(rubric([T, PF, D], bootstrap_size=300), ['a', 'b', 'c'], basic_rows('a') + basic_rows('b') + basic_rows('c')[:5])\n"
+        "print(content_hash(score_cycle(inp)))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    hashes = set()
+    for seed in ("0", "12345"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(root)}
+        out = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        hashes.add(out.stdout.strip())
+    inp = cycle(rubric([T, PF, D], bootstrap_size=300), ["a", "b", "c"], basic_rows("a") + basic_rows("b") + basic_rows("c")[:5])
+    assert hashes == {content_hash(score_cycle(inp))}
