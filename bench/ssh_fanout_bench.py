@@ -12,9 +12,10 @@ and a separate SSH connection to every client; targets on one sshd share its hos
 
 Fairness notes:
 * Concurrency is the same for all: Opgrade's fan-out limit = parallel-ssh pool_size = Ansible forks.
-* Ansible gets ``pipelining`` on, ControlPersist, and ONE ad-hoc ``shell`` task running the three
-  commands (one module execution, not three: the favourable case for Ansible). Opgrade and
-  parallel-ssh run three separate commands (three channels) on one connection per host.
+* Two modes. ``joined``: the three commands in one remote shell (one SSH channel per host), the
+  way Opgrade's probes batch their commands and the way an Ansible ``shell`` task runs them.
+  ``separate``: one channel per command on one connection per host (Opgrade, parallel-ssh).
+  Ansible gets ``pipelining`` on, ControlPersist, and one ad-hoc ``shell`` task (joined).
 * Opgrade verifies pinned host keys; Ansible verifies against a known_hosts file we write;
   parallel-ssh does no host key verification (its default).
 * The floor is OpenSSH's own client: ``ssh -o BatchMode=yes host true``, one connection at a time,
@@ -58,7 +59,10 @@ def worker_opgrade(spec: dict) -> dict:
         Endpoint(host=t["host"], port=t["port"], host_keys=(HostKey(t["key_type"], t["fingerprint"]),))
         for t in spec["targets"]
     ]
-    commands = [Command(c) for c in COMMANDS]
+    # "joined": the three commands in one shell session, as Opgrade's own probes batch their
+    # commands (node_inventory); "separate": one channel (remote process) per command.
+    joined = spec["mode"] == "joined"
+    commands = [Command("; ".join(COMMANDS))] if joined else [Command(c) for c in COMMANDS]
 
     with SshPool(
         credentials=credentials, timeouts=Timeouts(connect_s=30, banner_s=60, handshake_s=60)
@@ -90,7 +94,7 @@ def worker_pssh(spec: dict) -> dict:
     )
     failed: set[int] = set()
     errors: list[str] = []
-    for command in COMMANDS:
+    for command in ["; ".join(COMMANDS)] if spec["mode"] == "joined" else COMMANDS:
         output = client.run_command(command, stop_on_errors=False)
         client.join(output)
         for index, host_output in enumerate(output):
@@ -105,6 +109,14 @@ def worker_pssh(spec: dict) -> dict:
 
 
 WORKERS = {"opgrade": worker_opgrade, "pssh": worker_pssh}
+# (tool, mode) in the order they run; Ansible ad-hoc is always one shell task ("joined").
+RUNS = [
+    ("opgrade", "joined"),
+    ("pssh", "joined"),
+    ("opgrade", "separate"),
+    ("pssh", "separate"),
+    ("ansible", "joined"),
+]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -231,19 +243,30 @@ def bench(count: int, concurrency: int, workdir: Path, user_key: Path, user: str
     try:
         spec = {"user": user, "key": str(user_key), "targets": targets, "concurrency": concurrency}
         spec_path = workdir / f"spec{count}.json"
-        spec_path.write_text(json.dumps(spec))
         row: dict = {"n": count}
 
         def server_cpu() -> float:
             return sum(s.cpu_seconds() for s in servers)
 
-        for name in ("opgrade", "pssh"):
+        for name, mode in RUNS[:-1]:
+            spec_path.write_text(json.dumps({**spec, "mode": mode}))
             s0 = server_cpu()
             wall, cpu, stdout = timed([sys.executable, __file__, "--worker", name, "--spec", str(spec_path)])
-            row[name] = {"wall": wall, "cpu": cpu, "sshd_cpu": server_cpu() - s0, **json.loads(stdout)}
+            row[f"{name} {mode}"] = {
+                "wall": wall,
+                "cpu": cpu,
+                "sshd_cpu": server_cpu() - s0,
+                **json.loads(stdout),
+            }
         s0 = server_cpu()
         wall, cpu, ok = run_ansible(workdir / f"n{count}", spec, concurrency)
-        row["ansible"] = {"wall": wall, "cpu": cpu, "sshd_cpu": server_cpu() - s0, "ok": ok, "errors": []}
+        row["ansible joined"] = {
+            "wall": wall,
+            "cpu": cpu,
+            "sshd_cpu": server_cpu() - s0,
+            "ok": ok,
+            "errors": [],
+        }
         row["floor"] = openssh_floor(spec, workdir / f"n{count}", samples=min(16, count))
         return row
     finally:
@@ -255,15 +278,18 @@ def print_table(rows: list[dict], concurrency: int) -> None:
     print(
         f"\nSSH fan-out, 3 commands per target, concurrency {concurrency}, {os.cpu_count()} CPUs (loopback)"
     )
-    head = f"{'N':>4} {'tool':<8} {'ok':>5} {'wall s':>8} {'CPU s':>7} {'CPU ms/host':>11} {'sshd CPU s':>10}"
+    head = (
+        f"{'N':>4} {'tool':<17} {'ok':>5} {'wall s':>8} {'CPU s':>7} {'CPU ms/host':>11} {'sshd CPU s':>10}"
+    )
     head += f" {'wall vs ours':>12} {'CPU vs ours':>11}"
     print(head)
     for row in rows:
-        ours = row["opgrade"]
-        for name in ("opgrade", "pssh", "ansible"):
+        ours = row["opgrade joined"]
+        for tool, mode in RUNS:
+            name = f"{tool} {mode}"
             r = row[name]
             print(
-                f"{row['n']:>4} {name:<8} {r['ok']:>5} {r['wall']:>8.2f} {r['cpu']:>7.2f} "
+                f"{row['n']:>4} {name:<17} {r['ok']:>5} {r['wall']:>8.2f} {r['cpu']:>7.2f} "
                 f"{1000 * r['cpu'] / row['n']:>11.1f} {r['sshd_cpu']:>10.2f} "
                 f"{r['wall'] / ours['wall']:>11.2f}x {r['cpu'] / ours['cpu']:>10.2f}x"
             )
