@@ -97,7 +97,7 @@ class PublicReportDetail(APIView):
         auth=[], operation_id="public_reports_retrieve",
         responses={200: OpenApiResponse(description="The report"), 304: None, 404: None},
     )
-    def get(self, request: Request, pk: int) -> HttpResponse:
+    def get(self, request: Request, pk: int, **kwargs: Any) -> HttpResponse:
         from reports.views import _meta, cached_response
 
         meta = _meta(pk)
@@ -150,7 +150,7 @@ class ReportViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
 
     @extend_schema(request=None, responses={200: ReportSerializer})
     @action(detail=True, methods=["post"], url_path="fact-check")
-    def fact_check(self, request: Request, pk: str) -> Response:
+    def fact_check(self, request: Request, pk: str, **kwargs: Any) -> Response:
         try:
             return self._done(services.report_fact_check_open(report=self.get_object(), user=request.user))
         except ReportError as exc:
@@ -158,7 +158,7 @@ class ReportViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
 
     @extend_schema(request=None, responses={200: ReportSerializer})
     @action(detail=True, methods=["post"])
-    def publish(self, request: Request, pk: str) -> Response:
+    def publish(self, request: Request, pk: str, **kwargs: Any) -> Response:
         try:
             return self._done(services.report_publish(report=self.get_object(), user=request.user))
         except ReportError as exc:
@@ -166,7 +166,7 @@ class ReportViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
 
     @extend_schema(request=CorrectionSerializer, responses={200: ReportSerializer})
     @action(detail=True, methods=["post"])
-    def correct(self, request: Request, pk: str) -> Response:
+    def correct(self, request: Request, pk: str, **kwargs: Any) -> Response:
         data = CorrectionSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         replacement = Report.objects.filter(pk=data.validated_data["replacement"]).first()
@@ -183,7 +183,7 @@ class ReportViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
 
     @extend_schema(request=NoticeSerializer, responses={200: ReportSerializer})
     @action(detail=True, methods=["post"])
-    def withdraw(self, request: Request, pk: str) -> Response:
+    def withdraw(self, request: Request, pk: str, **kwargs: Any) -> Response:
         data = NoticeSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:

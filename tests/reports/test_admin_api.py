@@ -125,3 +125,9 @@ def test_the_admin_changelist_queries_do_not_grow_with_rows(admin_client, cycle)
     for seed in range(8, 13):
         services.report_draft_create(cycle=cycle, snapshot_document=build_document(cycle, seed=seed))
     assert count() == one
+
+
+def test_the_api_actions_accept_a_format_suffix(publisher_client, cycle):
+    draft = services.report_draft_create(cycle=cycle, snapshot_document=build_document(cycle))
+    response = publisher_client.post(f"/api/v1/reports/{draft.pk}/fact-check.json")
+    assert response.status_code == 200 and response.json()["status"] == "fact_check"
