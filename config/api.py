@@ -13,6 +13,7 @@ urlpatterns = [
     path("v1/", include("ratings.api.urls")),
     path("v1/", include("reports.api.urls")),
     path("v1/", include("reviews.api.urls")),
+    path("v1/", include("probes.api.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
 ]

@@ -1,0 +1,69 @@
+"""Probes API v1: start runs, read runs and findings, register tenant accounts.
+
+Reads need a signed-in user who is not a provider user (the project default); writes need the
+probes model permissions too (starting runs: ``probes.add_proberun``). Each write parses input and calls one service. Secrets go in and never come out.
+"""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.permissions import DjangoModelPermissions
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from probes import services
+from probes.api.serializers import (
+    FindingSerializer,
+    ProbeRunSerializer,
+    ProbeRunStartSerializer,
+    TenantAccountSerializer,
+)
+from probes.models import Finding, ProbeRun, TenantAccount
+from ratings.models import Cluster
+from reviews.access import NotProviderUser
+
+
+class ProbeRunViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = ProbeRun.objects.select_related("cluster").order_by("-created_at")
+    serializer_class = ProbeRunSerializer
+    filterset_fields = ["cluster", "status", "probe_id", "flagged"]
+
+    @extend_schema(request=ProbeRunStartSerializer, responses=ProbeRunSerializer(many=True))
+    @action(detail=False, methods=["post"], permission_classes=[NotProviderUser, DjangoModelPermissions])
+    def start(self, request: Request) -> Response:
+        data = ProbeRunStartSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        cluster = get_object_or_404(Cluster, pk=data.validated_data["cluster"])
+        runs = services.probe_runs_start(cluster=cluster, probe_ids=data.validated_data["probes"])
+        return Response(ProbeRunSerializer(runs, many=True).data, status=status.HTTP_201_CREATED)
+
+
+class FindingViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = Finding.objects.order_by("-created_at")
+    serializer_class = FindingSerializer
+    filterset_fields = ["run", "probe_id", "outcome", "target", "critical"]
+
+
+class TenantAccountViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    queryset = TenantAccount.objects.select_related("cluster").order_by("cluster", "label")
+    serializer_class = TenantAccountSerializer
+    filterset_fields = ["cluster"]
+    permission_classes = [NotProviderUser, DjangoModelPermissions]
+
+    def perform_create(self, serializer: TenantAccountSerializer) -> None:
+        data = serializer.validated_data
+        account = TenantAccount(cluster=data["cluster"], label=data["label"], username=data["username"])
+        try:
+            services.tenant_account_set_secrets(
+                account=account,
+                private_key=data.get("private_key") or None,
+                passphrase=data.get("passphrase") or None,
+                password=data.get("password") or None,
+            )
+        except services.ProbeRunError as exc:
+            raise ValidationError({"private_key": [str(exc)]}) from exc
+        serializer.instance = account
