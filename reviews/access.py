@@ -55,7 +55,6 @@ ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
         "reviews.reconciliation": ("view", "add", "change"),
         "reviews.interviewnote": ("view", "add", "change"),
         "reviews.feedbackimport": ("view", "add"),
-        "reviews.feedbackresponse": ("view",),
         "reviews.rightofreply": ("view", "change"),
         "reviews.scoreoverride": ("view",),
         "reviews.providermembership": ("view",),

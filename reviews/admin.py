@@ -23,7 +23,6 @@ from reviews.models import (
     AuditEvent,
     ConflictOfInterest,
     FeedbackImport,
-    FeedbackResponse,
     InterviewNote,
     ProviderMembership,
     Reconciliation,
@@ -370,20 +369,6 @@ class FeedbackImportAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # `manage.py feedback_import` or the API: both validate every row first
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-@admin.register(FeedbackResponse)
-class FeedbackResponseAdmin(admin.ModelAdmin):
-    list_display = ["provider", "cycle", "area_or_criterion", "rating", "source", "answered_on"]
-    list_filter = ["cycle", "source", "provider"]
-    search_fields = ["provider__name", "area_or_criterion"]
-    list_select_related = ["provider", "cycle"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -9,6 +9,9 @@ before/after, so the admin can list who changed what, when, across all models.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Any
 
 import simple_history
@@ -24,6 +27,10 @@ FOREIGN_AUDITED: tuple[tuple[str, str], ...] = (
     ("ratings", "Provider"),
     ("ratings", "Cluster"),
     ("ratings", "Cycle"),
+    ("ratings", "DocReview"),
+    ("ratings", "CustomerFeedback"),
+    ("ratings", "ScoreSnapshot"),
+    ("ratings", "TierAssignment"),
     ("reports", "Report"),
 )
 
@@ -88,3 +95,25 @@ def audit_event_record(*, sender: Any, history_instance: Any, history_user: Any 
         action=history_instance.history_type,
         changes=audit_changes(history_instance),
     )
+
+
+@contextmanager
+def history_user_as(user: Any) -> Iterator[None]:
+    """Attribute history records written inside the block to `user`.
+
+    For saves done by another app's service (which cannot take our `_history_user`),
+    outside a request: simple-history then reads the user from its request context.
+    Inside a request the middleware's own request is restored afterwards.
+    """
+    from simple_history.models import HistoricalRecords
+
+    context = HistoricalRecords.context
+    previous = getattr(context, "request", None)
+    context.request = SimpleNamespace(user=user)
+    try:
+        yield
+    finally:
+        if previous is None:
+            del context.request
+        else:
+            context.request = previous

@@ -100,6 +100,10 @@ class ReviewAssignment(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
+    doc_review = models.OneToOneField(
+        "ratings.DocReview", null=True, blank=True, on_delete=models.PROTECT, related_name="assignment",
+        help_text="The evidence row the submission wrote (what the scoring engine reads).",
+    )
     history = HistoricalRecords()
 
     class Meta:
@@ -144,12 +148,19 @@ class Reconciliation(models.Model):
     value = models.FloatField(help_text="Reconciled score on the 0-4 scale.")
     method = models.CharField(max_length=8, choices=Method.choices)
     reviews = models.ManyToManyField(ReviewAssignment, related_name="reconciliations")
+    doc_reviews = models.ManyToManyField(
+        "ratings.DocReview", related_name="reconciliations", help_text="The raw reviewers' evidence rows."
+    )
+    doc_review = models.OneToOneField(
+        "ratings.DocReview", null=True, blank=True, on_delete=models.PROTECT, related_name="reconciliation",
+        help_text="The reconciled evidence row (is_reconciled) the engine scores.",
+    )
     note = models.TextField(blank=True)
     reconciled_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    history = HistoricalRecords(m2m_fields=[reviews])
+    history = HistoricalRecords(m2m_fields=[reviews, doc_reviews])
 
     class Meta:
         ordering = ["cycle", "provider", "criterion"]
@@ -256,6 +267,10 @@ class InterviewNote(models.Model):
     notes = models.TextField()
     interviewed_on = models.DateField()
     interviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    feedback = models.OneToOneField(
+        "ratings.CustomerFeedback", null=True, blank=True, on_delete=models.PROTECT, related_name="interview_note",
+        help_text="The rating this interview contributed to the evidence, if one was given.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     history = HistoricalRecords()
 
@@ -281,6 +296,7 @@ class FeedbackImport(models.Model):
     imported_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    rows = models.ManyToManyField("ratings.CustomerFeedback", related_name="imports", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -288,37 +304,6 @@ class FeedbackImport(models.Model):
 
     def __str__(self) -> str:
         return f"{self.filename} ({self.row_count} rows)"
-
-
-class FeedbackResponse(models.Model):
-    """One imported survey answer (rating 1-5) with the organisation as a keyed hash.
-
-    Kept here, linked to its import, until ratings.CustomerFeedback lands; the import
-    service is the only writer, so switching the destination touches one function.
-    """
-
-    class Source(models.TextChoices):
-        SURVEY = "survey", "Survey"
-        INTERVIEW = "interview", "Interview"
-
-    batch = models.ForeignKey(FeedbackImport, on_delete=models.CASCADE, related_name="responses")
-    cycle = models.ForeignKey("ratings.Cycle", on_delete=models.PROTECT, related_name="+")
-    provider = models.ForeignKey("ratings.Provider", on_delete=models.PROTECT, related_name="+")
-    area_or_criterion = models.SlugField(max_length=96)
-    rating = models.PositiveSmallIntegerField()
-    source = models.CharField(max_length=10, choices=Source.choices)
-    respondent_org_hash = models.CharField(max_length=64)
-    comment = models.TextField(blank=True)
-    answered_on = models.DateField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["batch", "id"]
-        constraints = [
-            models.CheckConstraint(condition=Q(rating__gte=1) & Q(rating__lte=5), name="feedback_rating_1_5"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.provider_id} {self.area_or_criterion}: {self.rating}"
 
 
 class AuditEvent(models.Model):

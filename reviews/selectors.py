@@ -15,11 +15,12 @@ from typing import Any
 
 from django.apps import apps
 from django.db.models import Avg, Count, QuerySet
+from django.db.models.functions import Coalesce
 
-from ratings.models import Cycle, Provider
+from ratings.models import CustomerFeedback, Cycle, Provider
 from reviews.access import ALL_STAFF_READ, Role, queryset_for_user, user_role
 from reviews.agreement import AlphaResult, criterion_alphas
-from reviews.models import FeedbackResponse, ReviewAssignment, ScoreOverride
+from reviews.models import ReviewAssignment, ScoreOverride
 
 
 @dataclass(frozen=True)
@@ -139,22 +140,23 @@ def portal_findings(*, provider: Provider, cycle: Cycle) -> QuerySet[Any]:
 def portal_feedback_summary(*, provider: Provider, cycle: Cycle) -> list[dict[str, Any]]:
     """Customer feedback about the provider as counts and means only: no identity, no comments."""
     return list(
-        FeedbackResponse.objects.filter(provider=provider, cycle=cycle)
-        .values("area_or_criterion").annotate(count=Count("id"), mean=Avg("rating")).order_by("area_or_criterion")
+        CustomerFeedback.objects.filter(provider=provider, cycle=cycle)
+        .annotate(item=Coalesce("area__key", "criterion__key"))
+        .values("item").annotate(count=Count("id"), mean=Avg("rating")).order_by("item")
     )
 
 
+PORTAL_TIER_FIELDS = ("tier", "ci_low", "ci_high", "composite", "coverage", "borderline", "outlook")
+
+
 def portal_tiers(*, provider: Provider, cycle: Cycle) -> list[dict[str, Any]]:
-    """The provider's tier assignment(s) once the scoring work has produced them."""
+    """The provider's tier in the cycle's latest score snapshot (summary fields only)."""
     try:
         model = apps.get_model("ratings", "TierAssignment")
     except LookupError:
         return []
-    fields = {f.name for f in model._meta.get_fields()}
-    if not {"provider", "cycle"} <= fields:
-        return []
-    wanted = [f for f in ("tier", "score", "probability", "ci_low", "ci_high", "created_at") if f in fields]
-    return list(model.objects.filter(provider=provider, cycle=cycle).values(*wanted))
+    rows = model.objects.filter(provider=provider, snapshot__cycle=cycle).order_by("-snapshot__created_at", "-pk")
+    return list(rows.values(*PORTAL_TIER_FIELDS)[:1])
 
 
 def portal_report_section(*, provider: Provider, cycle: Cycle) -> dict[str, Any] | None:

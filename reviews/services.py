@@ -23,16 +23,16 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from ratings.models import Cycle, Provider
+from ratings.models import CustomerFeedback, Cycle, DocReview, Provider
 from reviews.access import ROLE_PERMISSIONS, Role, user_provider, user_role, user_roles
-from reviews.feedback_csv import ParseResult, feedback_csv_parse, org_pseudonym
+from reviews.feedback_csv import FeedbackRow, ParseResult, RowError, feedback_csv_parse, org_pseudonym
+from reviews.history import history_user_as
 from reviews.models import (
     DISAGREEMENT_POINTS,
     SCORE_MAX,
     SCORE_MIN,
     ConflictOfInterest,
     FeedbackImport,
-    FeedbackResponse,
     InterviewNote,
     ProviderMembership,
     Reconciliation,
@@ -40,7 +40,7 @@ from reviews.models import (
     RightOfReply,
     ScoreOverride,
 )
-from rubric.models import Criterion
+from rubric.models import Area, Criterion
 
 logger = logging.getLogger(__name__)
 
@@ -186,6 +186,8 @@ def assignment_validate(
     if slot not in ReviewAssignment.Slot.values:
         raise ReviewsError(f"slot must be one of {', '.join(ReviewAssignment.Slot.values)}")
     _unit_check(cycle=cycle, provider=provider, criterion=criterion)
+    if "doc_review" not in (criterion.evidence_kinds or []):
+        raise ReviewsError(f"criterion {criterion.key} takes no documentation review")
     _conflict_check(reviewer=reviewer, provider=provider)
     unit = ReviewAssignment.objects.filter(cycle=cycle, provider=provider, criterion=criterion)
     if unit.filter(slot=slot).exists():
@@ -234,7 +236,11 @@ def review_submit(
         locked = ReviewAssignment.objects.select_for_update().get(pk=assignment.pk)
         if locked.is_submitted:
             raise ReviewsError("this review was already submitted; ask an analyst to reopen it")
-        locked.score, locked.citations, locked.notes = score, cleaned, notes
+        doc = _doc_review_record(
+            cycle=locked.cycle, provider=locked.provider, criterion=locked.criterion, reviewer=by,
+            score=float(score), citations=cleaned, notes=notes,
+        )
+        locked.score, locked.citations, locked.notes, locked.doc_review = score, cleaned, notes, doc
         locked.status, locked.submitted_at = ReviewAssignment.Status.SUBMITTED, timezone.now()
         _as(locked, by).save()
         third, needs_third = _third_reviewer_if_needed(locked)
@@ -316,12 +322,46 @@ def reconciliation_create(
     else:
         raise ReviewsError("both the first and second reviews must be submitted first")
     with transaction.atomic():
-        rec = Reconciliation.objects.filter(cycle=cycle, provider=provider, criterion=criterion).first()
+        rec = Reconciliation.objects.select_for_update().filter(
+            cycle=cycle, provider=provider, criterion=criterion
+        ).first()
         rec = rec or Reconciliation(cycle=cycle, provider=provider, criterion=criterion)
-        rec.value, rec.method, rec.note, rec.reconciled_by = value, method, note, by
+        notes = f"Reconciled ({method}) from {len(submitted)} reviews." + (f" {note}" if note else "")
+        doc = rec.doc_review
+        if doc is None:
+            doc = _doc_review_record(
+                cycle=cycle, provider=provider, criterion=criterion, reviewer=by, score=float(value),
+                citations=_citations_union(submitted), notes=notes, is_reconciled=True,
+            )
+        else:
+            doc.reviewer, doc.score, doc.citations, doc.notes = by, float(value), _citations_union(submitted), notes
+            _as(doc, by).save()
+        rec.value, rec.method, rec.note, rec.reconciled_by, rec.doc_review = value, method, note, by, doc
         _as(rec, by).save()
         rec.reviews.set(submitted)
+        rec.doc_reviews.set([a.doc_review_id for a in submitted if a.doc_review_id])
     return rec
+
+
+def _doc_review_record(*, reviewer: Any, **fields: Any) -> DocReview:
+    """Write the evidence row through the ratings service, attributed to the reviewer."""
+    from ratings.engine_types import ScoringInputError
+    from ratings.services import doc_review_record
+
+    try:
+        with history_user_as(reviewer):
+            doc = doc_review_record(reviewer=reviewer, **fields)
+    except ScoringInputError as exc:
+        raise ReviewsError(str(exc)) from exc
+    return doc
+
+
+def _citations_union(reviews: Sequence[ReviewAssignment]) -> list[dict[str, str]]:
+    seen: dict[tuple[str, str], dict[str, str]] = {}
+    for review in reviews:
+        for citation in review.citations:
+            seen.setdefault((citation["url"], citation["quote"]), {"url": citation["url"], "quote": citation["quote"]})
+    return list(seen.values())
 
 
 # --- customer feedback ---------------------------------------------------------------------
@@ -348,7 +388,9 @@ class ImportReport:
 def feedback_import(*, cycle: Cycle, text: str, filename: str, by: Any | None, dry_run: bool) -> ImportReport:
     """Validate a survey export and, unless a dry run, write it in one transaction.
 
-    Any bad row means nothing is written; the report lists every bad row by line number.
+    Rows become ratings.CustomerFeedback evidence, linked to one FeedbackImport. Any bad
+    row (including a respondent rating the same thing twice, in the file or already in
+    the cycle) means nothing is written; the report lists every bad row by line number.
     """
     if by is not None:
         _require_role(by, {Role.ANALYST, Role.ADMIN}, "import customer feedback")
@@ -358,23 +400,60 @@ def feedback_import(*, cycle: Cycle, text: str, filename: str, by: Any | None, d
         rating_keys=cycle_rating_keys(cycle=cycle),
         pseudonym_key=settings.OPGRADE_PSEUDONYM_KEY,
     )
+    parsed = _feedback_duplicates_check(cycle=cycle, parsed=parsed)
     if dry_run or not parsed.ok:
         return ImportReport(dry_run=dry_run, parsed=parsed, written=0, batch_id=None)
     providers = {p.slug: p for p in cycle.providers.all()}
+    areas, criteria = _rating_targets(cycle=cycle)
     with transaction.atomic():
         batch = FeedbackImport.objects.create(
             cycle=cycle, filename=filename[:255], sha256=hashlib.sha256(text.encode()).hexdigest(),
             row_count=len(parsed.rows), imported_by=by,
         )
-        FeedbackResponse.objects.bulk_create(
-            FeedbackResponse(
-                batch=batch, cycle=cycle, provider=providers[row.provider_slug],
-                area_or_criterion=row.area_or_criterion, rating=row.rating, source=row.source,
-                respondent_org_hash=row.respondent_org_hash, comment=row.comment, answered_on=row.date,
+        created = []
+        for row in parsed.rows:
+            feedback = CustomerFeedback(
+                cycle=cycle, provider=providers[row.provider_slug], area=areas.get(row.area_or_criterion),
+                criterion=criteria.get(row.area_or_criterion) if row.area_or_criterion not in areas else None,
+                rating=row.rating, source=row.source, respondent_org_hash=row.respondent_org_hash,
+                comment=row.comment,
             )
-            for row in parsed.rows
+            _as(feedback, by).save()
+            created.append(feedback)
+        batch.rows.set(created)
+    return ImportReport(dry_run=False, parsed=parsed, written=len(created), batch_id=batch.pk)
+
+
+def _rating_targets(*, cycle: Cycle) -> tuple[dict[str, Area], dict[str, Criterion]]:
+    version = cycle.rubric_version
+    return ({a.key: a for a in version.areas.all()}, {c.key: c for c in version.criteria.all()})
+
+
+def _feedback_key(row: FeedbackRow) -> tuple[str, str, str, str]:
+    return (row.provider_slug, row.area_or_criterion, row.respondent_org_hash, row.source)
+
+
+def _feedback_duplicates_check(*, cycle: Cycle, parsed: ParseResult) -> ParseResult:
+    """A respondent rates one thing once per source: refuse repeats in the file or the cycle."""
+    existing = {
+        (slug, area_key or criterion_key, org, source)
+        for slug, area_key, criterion_key, org, source in CustomerFeedback.objects.filter(cycle=cycle).values_list(
+            "provider__slug", "area__key", "criterion__key", "respondent_org_hash", "source"
         )
-    return ImportReport(dry_run=False, parsed=parsed, written=len(parsed.rows), batch_id=batch.pk)
+    }
+    first_line: dict[tuple[str, str, str, str], int] = {}
+    errors, rows = list(parsed.errors), []
+    for row in parsed.rows:
+        key = _feedback_key(row)
+        if key in existing:
+            errors.append(RowError(row.line, "this respondent's rating of this item is already imported"))
+        elif key in first_line:
+            errors.append(RowError(row.line, f"same respondent, item and source as line {first_line[key]}"))
+        else:
+            first_line[key] = row.line
+            rows.append(row)
+    errors.sort(key=lambda e: e.line)
+    return ParseResult(rows=tuple(rows), errors=tuple(errors))
 
 
 def interview_note_create(
@@ -391,12 +470,29 @@ def interview_note_create(
         raise ReviewsError("rating must be 1-5")
     if not respondent_org.strip() or not notes.strip():
         raise ReviewsError("respondent organisation and notes are required")
+    org_hash = org_pseudonym(respondent_org, key=settings.OPGRADE_PSEUDONYM_KEY)
     note = InterviewNote(
         cycle=cycle, provider=provider, area_or_criterion=area_or_criterion, rating=rating,
-        respondent_org_hash=org_pseudonym(respondent_org, key=settings.OPGRADE_PSEUDONYM_KEY),
-        notes=notes, interviewed_on=interviewed_on, interviewer=by,
+        respondent_org_hash=org_hash, notes=notes, interviewed_on=interviewed_on, interviewer=by,
     )
-    _as(note, by).save()
+    with transaction.atomic():
+        if rating is not None:
+            areas, criteria = _rating_targets(cycle=cycle)
+            duplicate = CustomerFeedback.objects.filter(
+                cycle=cycle, provider=provider, respondent_org_hash=org_hash, source=CustomerFeedback.Source.INTERVIEW,
+                **({"area": areas[area_or_criterion]} if area_or_criterion in areas
+                   else {"criterion": criteria[area_or_criterion]}),
+            ).exists()
+            if duplicate:
+                raise ReviewsError("this organisation's interview rating of this item is already recorded")
+            feedback = CustomerFeedback(
+                cycle=cycle, provider=provider, area=areas.get(area_or_criterion),
+                criterion=None if area_or_criterion in areas else criteria[area_or_criterion],
+                rating=rating, source=CustomerFeedback.Source.INTERVIEW, respondent_org_hash=org_hash,
+            )
+            _as(feedback, by).save()
+            note.feedback = feedback
+        _as(note, by).save()
     return note
 
 

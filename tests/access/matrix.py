@@ -58,21 +58,17 @@ ACCESS: dict[str, Entry] = {
     "healthz": _get(EVERYONE, public=True),
     # --- rubric (the rubric is the published method; staff read, runners write) ------------
     "api/v1/rubric-versions/": _get(STAFF),
-    "api/v1/rubric-versions/import/": Entry(methods={"POST": RUNNERS}, format_defect=_FORMAT_KWARG),
+    "api/v1/rubric-versions/import/": Entry(methods={"POST": RUNNERS}),
     "api/v1/rubric-versions/<pk>/": Entry(
         methods={"GET": STAFF, "PUT": RUNNERS, "PATCH": RUNNERS}, obj="rubric_version", provider_owned=False
     ),
     "api/v1/rubric-versions/<pk>/clone/": Entry(
-        methods={"POST": RUNNERS}, obj="rubric_version", provider_owned=False, format_defect=_FORMAT_KWARG
+        methods={"POST": RUNNERS}, obj="rubric_version", provider_owned=False
     ),
-    "api/v1/rubric-versions/<pk>/diff/": _get(
-        STAFF, obj="rubric_version", provider_owned=False, format_defect=_FORMAT_KWARG
-    ),
-    "api/v1/rubric-versions/<pk>/export/": _get(
-        STAFF, obj="rubric_version", provider_owned=False, format_defect=_FORMAT_KWARG
-    ),
+    "api/v1/rubric-versions/<pk>/diff/": _get(STAFF, obj="rubric_version", provider_owned=False),
+    "api/v1/rubric-versions/<pk>/export/": _get(STAFF, obj="rubric_version", provider_owned=False),
     "api/v1/rubric-versions/<pk>/freeze/": Entry(
-        methods={"POST": RUNNERS}, obj="rubric_version", provider_owned=False, format_defect=_FORMAT_KWARG
+        methods={"POST": RUNNERS}, obj="rubric_version", provider_owned=False
     ),
     "api/v1/criteria/": _get(STAFF),
     "api/v1/criteria/<pk>/": Entry(
@@ -189,6 +185,11 @@ ADMIN_ACCESS: dict[str, AdminEntry] = {
     "ratings.customerfeedback": _STAFF_VIEW,
     "ratings.scoresnapshot": _STAFF_VIEW,
     "ratings.tierassignment": _STAFF_VIEW,
+    # Probe access (credentials are write-only in these pages; never rendered).
+    "probes.clusteraccess": _STAFF_VIEW,
+    "probes.tenantaccount": _STAFF_VIEW,
+    "probes.hostkeypin": _STAFF_VIEW,
+    "probes.probeschedule": _STAFF_VIEW,
     "probes.proberun": _STAFF_VIEW,
     "probes.finding": _STAFF_VIEW,
     "reports.report": _STAFF_VIEW,
@@ -205,6 +206,5 @@ ADMIN_ACCESS: dict[str, AdminEntry] = {
     "reviews.rightofreply": _STAFF_VIEW,
     "reviews.interviewnote": _STAFF_VIEW,
     "reviews.feedbackimport": _STAFF_VIEW,
-    "reviews.feedbackresponse": _STAFF_VIEW,
     "reviews.auditevent": _STAFF_VIEW,
 }

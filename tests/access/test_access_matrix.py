@@ -186,7 +186,7 @@ def leaks(world: World, role: str, body: str) -> list[str]:
         for text in ("A-OWN feedback comment", "A-OWN interview notes"):
             if text in body:
                 found.append("a customer's comment")
-        for response in world.objects["b_feedback_import"].responses.all():
+        for response in world.objects["b_feedback_import"].rows.all():
             if response.respondent_org_hash in body:
                 found.append("a customer's identity (hash)")
     return found

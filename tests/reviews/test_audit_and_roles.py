@@ -96,3 +96,13 @@ def test_a_provider_user_is_never_staff_and_belongs_to_one_provider(base: World)
     assert user.is_staff and user_provider(user) is None
     with pytest.raises(services.ReviewsError):
         services.user_role_set(user=user, role=Role.PROVIDER)
+
+
+def test_doc_review_evidence_is_audited(base: World):
+    assignment = services.assignment_create(
+        cycle=base.cycle, provider=base.a, criterion=base.criterion, reviewer=base.users["reviewer"], slot="first",
+        by=base.users["analyst"],
+    )
+    services.review_submit(assignment=assignment, by=base.users["reviewer"], score=1, citations=citation())
+    event = AuditEvent.objects.get(model="ratings.docreview")
+    assert event.username == "rev1" and {"field": "score", "before": None, "after": "1.0"} in event.changes

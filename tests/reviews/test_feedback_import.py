@@ -11,9 +11,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
+from ratings.models import CustomerFeedback
 from reviews import services
 from reviews.feedback_csv import feedback_csv_parse, org_pseudonym
-from reviews.models import FeedbackImport, FeedbackResponse
+from reviews.models import FeedbackImport
 from tests.reviews.world import World
 
 HEADER = "provider_slug,area_or_criterion,rating,source,respondent_org,comment,date\n"
@@ -27,7 +28,7 @@ BAD = HEADER + (
     "zeta,reliability,4,survey,Acme Labs,ok,2026-11-01\n"       # line 3: unknown provider
     "alpha,reliability,9,survey,Acme Labs,ok,2026-11-01\n"      # line 4: rating out of range
     "alpha,nope,x,poll,,ok,01/11/2026\n"                        # line 5: five problems
-    "alpha,reliability,3,survey,Acme Labs,ok,2026-11-01\n"      # line 6: fine
+    "alpha,reliability,3,survey,Hooli,ok,2026-11-01\n"          # line 6: fine
 )
 
 
@@ -83,25 +84,35 @@ def test_a_dry_run_validates_and_writes_nothing(base: World):
     report = services.feedback_import(cycle=base.cycle, text=GOOD, filename="s.csv", by=base.users["analyst"],
                                       dry_run=True)
     assert report.ok and len(report.parsed.rows) == 3 and report.written == 0
-    assert not FeedbackImport.objects.exists() and not FeedbackResponse.objects.exists()
+    assert not FeedbackImport.objects.exists() and not CustomerFeedback.objects.exists()
 
 
 def test_a_real_import_with_one_bad_row_writes_nothing(base: World):
     report = services.feedback_import(cycle=base.cycle, text=BAD, filename="s.csv", by=base.users["analyst"],
                                       dry_run=False)
     assert not report.ok and report.written == 0
-    assert not FeedbackImport.objects.exists() and not FeedbackResponse.objects.exists()
+    assert not FeedbackImport.objects.exists() and not CustomerFeedback.objects.exists()
 
 
 def test_a_failure_midway_through_writing_rolls_back_the_whole_import(base: World, monkeypatch):
-    def explode(*_args, **_kwargs):
+    def explode() -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(FeedbackResponse.objects, "bulk_create", explode)
+    calls = {"n": 0}
+    real_save = CustomerFeedback.save
+
+    def explode_on_third(self, *args, **kwargs):  # the third row's write fails
+        calls["n"] += 1
+        if calls["n"] == 3:
+            explode()
+        return real_save(self, *args, **kwargs)
+
+    monkeypatch.setattr(CustomerFeedback, "save", explode_on_third)
     with pytest.raises(RuntimeError):
         services.feedback_import(cycle=base.cycle, text=GOOD, filename="s.csv", by=base.users["analyst"],
                                  dry_run=False)
-    assert not FeedbackImport.objects.exists()
+    assert calls["n"] == 3
+    assert not FeedbackImport.objects.exists() and not CustomerFeedback.objects.exists()
 
 
 def test_a_good_import_stores_only_hashes_of_organisations(base: World, settings):
@@ -109,11 +120,32 @@ def test_a_good_import_stores_only_hashes_of_organisations(base: World, settings
     report = services.feedback_import(cycle=base.cycle, text=GOOD, filename="s.csv", by=base.users["analyst"],
                                       dry_run=False)
     assert report.ok and report.written == 3
-    rows = list(FeedbackResponse.objects.order_by("id"))
+    rows = list(CustomerFeedback.objects.order_by("id"))
     assert rows[0].respondent_org_hash == org_pseudonym("Acme Labs", key="test-key")
-    stored = " ".join(str(v) for r in FeedbackResponse.objects.values() for v in r.values())
+    stored = " ".join(str(v) for r in CustomerFeedback.objects.values() for v in r.values())
     assert "Acme" not in stored and "Globex" not in stored
     assert rows[1].comment == "Slow,\nvery slow"
+    assert rows[0].area.key == "reliability" and rows[0].criterion is None
+    assert rows[1].criterion.key == "docs-replacement" and rows[1].area is None
+    assert set(FeedbackImport.objects.get().rows.all()) == set(rows)
+
+
+def test_a_respondent_rating_the_same_item_twice_is_a_bad_row(base: World):
+    twice = GOOD + "alpha,reliability,1,survey,acme  labs,again,\n"  # same org as line 2, other spelling
+    report = services.feedback_import(cycle=base.cycle, text=twice, filename="s.csv", by=None, dry_run=False)
+    assert [(e.line, e.message) for e in report.parsed.errors] == [(6, "same respondent, item and source as line 2")]
+    assert not CustomerFeedback.objects.exists()
+    assert services.feedback_import(cycle=base.cycle, text=GOOD, filename="s.csv", by=None, dry_run=False).ok
+    again = services.feedback_import(cycle=base.cycle, text=GOOD, filename="s.csv", by=None, dry_run=True)
+    assert {e.line for e in again.parsed.errors} == {2, 3, 5}  # the two-line record starts on line 3
+    assert all("already imported" in e.message for e in again.parsed.errors)
+
+
+def test_the_csv_hash_matches_the_ratings_hash_of_an_organisation(settings):
+    from ratings.models import respondent_org_hash
+
+    settings.OPGRADE_PSEUDONYM_KEY = "shared-key"
+    assert org_pseudonym(" Acme  Labs", key="shared-key") == respondent_org_hash("acme labs")
 
 
 def test_the_command_lists_bad_rows_and_exits_non_zero(base: World, tmp_path):
@@ -123,14 +155,14 @@ def test_the_command_lists_bad_rows_and_exits_non_zero(base: World, tmp_path):
     with pytest.raises(CommandError, match="nothing was written"):
         call_command("feedback_import", base.cycle.slug, str(path), stderr=err)
     assert "survey.csv: line 3:" in err.getvalue() and "survey.csv: line 5:" in err.getvalue()
-    assert not FeedbackResponse.objects.exists()
+    assert not CustomerFeedback.objects.exists()
     path.write_text(GOOD, encoding="utf-8")
     out = StringIO()
     call_command("feedback_import", base.cycle.slug, str(path), "--dry-run", stdout=out)
     assert "3 rows valid; nothing written" in out.getvalue()
-    assert not FeedbackResponse.objects.exists()
+    assert not CustomerFeedback.objects.exists()
     call_command("feedback_import", base.cycle.slug, str(path), stdout=out)
-    assert FeedbackResponse.objects.count() == 3
+    assert CustomerFeedback.objects.count() == 3
 
 
 def test_the_api_dry_run_returns_every_error_and_writes_nothing(base: World):
@@ -141,7 +173,7 @@ def test_the_api_dry_run_returns_every_error_and_writes_nothing(base: World):
                                                         "dry_run": "false"}, format="multipart")
     assert response.status_code == 400
     assert sorted({e["line"] for e in response.json()["errors"]}) == [3, 4, 5]
-    assert not FeedbackResponse.objects.exists()
+    assert not CustomerFeedback.objects.exists()
 
 
 def test_interview_notes_keep_only_the_organisation_hash(base: World):
@@ -153,6 +185,13 @@ def test_interview_notes_keep_only_the_organisation_hash(base: World):
         rating=2,
     )
     assert "Acme" not in note.respondent_org_hash and len(note.respondent_org_hash) == 64
+    assert note.feedback is not None and note.feedback.source == "interview" and note.feedback.rating == 2
+    assert note.feedback.respondent_org_hash == note.respondent_org_hash and note.feedback.comment == ""
+    with pytest.raises(services.ReviewsError, match="already recorded"):
+        services.interview_note_create(
+            cycle=base.cycle, provider=base.a, area_or_criterion="reliability", respondent_org="ACME labs",
+            notes="Again.", interviewed_on=dt.date(2026, 11, 6), by=base.users["analyst"], rating=3,
+        )
     with pytest.raises(services.ReviewsError, match="not an area or criterion"):
         services.interview_note_create(
             cycle=base.cycle, provider=base.a, area_or_criterion="nope", respondent_org="Acme", notes="x",

@@ -36,9 +36,9 @@ def test_the_cycle_page_shows_own_findings_tier_and_draft_section_but_nothing_of
 def test_customers_appear_only_as_counts_and_means(world: World):
     body = _client(world).get(f"/portal/cycles/{world.cycle.slug}/").content.decode()
     assert "A-OWN feedback comment" not in body and "A-OWN interview notes" not in body
-    hashes = {r.respondent_org_hash for r in world.objects["b_feedback_import"].responses.all()}
+    hashes = {r.respondent_org_hash for r in world.objects["b_feedback_import"].rows.all()}
     assert not any(h in body for h in hashes)
-    assert "<td>reliability</td><td>1</td>" in body  # one answer for alpha
+    assert "<td>reliability</td><td>2</td>" in body  # alpha: one survey answer, one interview
 
 
 def test_reviewer_identities_never_reach_the_portal(world: World):
@@ -94,3 +94,8 @@ def test_a_report_section_in_the_engine_document_shape_is_rendered_as_tables(wor
     assert "Draft tier: <strong>Gold</strong>" in body
     assert "<td>docs-replacement</td>" in body and "<td>Reliability</td><td>0.7</td>" in body
     assert B_SECRET not in body and "Bronze" not in body
+
+
+def test_the_tier_of_the_latest_snapshot_is_shown_without_its_breakdown(world: World):
+    body = _client(world).get(f"/portal/cycles/{world.cycle.slug}/").content.decode()
+    assert "<td>gold</td>" in body and "<td>bronze</td>" not in body

@@ -158,3 +158,32 @@ def test_alpha_per_criterion_uses_first_and_second_reviews(base: World):
     assert by_key[base.criterion.key]["alpha"] == pytest.approx(1.0)
     assert by_key[base.criterion.key]["flagged"] is False
     assert by_key[base.criterion2.key]["flagged"] is True  # nobody reviewed it
+
+
+def test_a_submitted_review_is_written_as_doc_review_evidence(base: World):
+    first, _ = _pair(base)
+    services.review_submit(assignment=first, by=base.users["reviewer"], score=3, citations=citation(), notes="ok")
+    first.refresh_from_db()
+    doc = first.doc_review
+    assert doc is not None and not doc.is_reconciled
+    assert (doc.reviewer, doc.score, doc.citations, doc.notes) == (base.users["reviewer"], 3.0, citation(), "ok")
+    assert (doc.cycle, doc.provider, doc.criterion) == (base.cycle, base.a, base.criterion)
+
+
+def test_the_reconciled_value_is_a_reconciled_doc_review_linked_to_the_raw_ones(base: World):
+    first, second = _pair(base)
+    services.review_submit(assignment=first, by=base.users["reviewer"], score=2, citations=citation("one"))
+    services.review_submit(assignment=second, by=base.users["reviewer2"], score=3, citations=citation("two"))
+    rec = services.reconciliation_create(cycle=base.cycle, provider=base.a, criterion=base.criterion,
+                                         by=base.users["analyst"])
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert set(rec.doc_reviews.all()) == {first.doc_review, second.doc_review}
+    assert rec.doc_review.is_reconciled and rec.doc_review.score == 2.5
+    assert {c["quote"] for c in rec.doc_review.citations} == {"one", "two"}
+    # Reconciling again (by hand) updates the same reconciled row.
+    again = services.reconciliation_create(cycle=base.cycle, provider=base.a, criterion=base.criterion,
+                                           by=base.users["analyst"], value=3.0, note="second look at the docs")
+    assert again.doc_review_id == rec.doc_review_id
+    again.doc_review.refresh_from_db()
+    assert again.doc_review.score == 3.0 and again.method == "manual"

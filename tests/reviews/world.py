@@ -129,7 +129,7 @@ def _private_data_plant(w: World) -> None:
     report = services.feedback_import(cycle=w.cycle, text=csv_text, filename="survey.csv", by=analyst, dry_run=False)
     assert report.ok, report.parsed.errors
     o["b_feedback_import"] = FeedbackImport.objects.get(pk=report.batch_id)
-    o["b_feedback_response"] = o["b_feedback_import"].responses.get(provider=w.b)
+    o["b_feedback_response"] = o["b_feedback_import"].rows.get(provider=w.b)
     # A reconciliation of B's criterion (both reviews in, gap < 2).
     first_b = o["b_assignment"]
     services.review_submit(assignment=first_b, by=u["reviewer"], score=2, citations=citation(f"{B_SECRET} quote 2"))
