@@ -44,7 +44,7 @@ class ClusterAccessForm(forms.ModelForm):
         for line in text.splitlines():
             if line.strip():
                 try:
-                    services._parse_node_line(line)
+                    services.compute_node_parse(line)
                 except services.ProbeRunError as exc:
                     raise forms.ValidationError(str(exc)) from exc
         return text

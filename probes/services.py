@@ -120,7 +120,7 @@ def _pins_by_host(cluster: Cluster) -> dict[tuple[str, int], tuple[HostKey, ...]
     return {k: tuple(v) for k, v in pins.items()}
 
 
-def _parse_node_line(line: str) -> tuple[str, int]:
+def compute_node_parse(line: str) -> tuple[str, int]:
     host, _, port = line.strip().rpartition(":") if line.count(":") == 1 else (line.strip(), "", "")
     if not port:
         return line.strip(), 22
@@ -143,7 +143,7 @@ def cluster_endpoints(*, cluster: Cluster) -> tuple[Endpoint | None, list[Endpoi
     nodes = []
     for line in access.compute_nodes.splitlines():
         if line.strip():
-            host, port = _parse_node_line(line)
+            host, port = compute_node_parse(line)
             nodes.append(Endpoint(host=host, port=port, host_keys=pins.get((host, port), ()), jump=login))
     return login, nodes
 
@@ -695,7 +695,7 @@ def _conclude(run: ProbeRun, probe: Probe, state: _RunState, targets: list[Targe
 
 
 def probe_run_fail(*, run_id: int, code: str, message: str) -> None:
-    """End a run that hit its Celery time limit: mark it error and record the unmeasured targets."""
+    """End a run that hit its Celery soft time limit: mark it error (its findings so far stay)."""
     ProbeRun.objects.filter(pk=run_id, status=ProbeRun.Status.RUNNING).update(
         status=ProbeRun.Status.ERROR,
         finished_at=timezone.now(),

@@ -253,3 +253,21 @@ def test_fan_out_never_exceeds_the_providers_session_limit(cluster) -> None:  # 
     run = start(cluster, "ssh_reachable")
     services.probe_run_execute(run_id=run.pk, worker="w1", pool_factory=FakeTransport(slow).pool)
     assert state["peak"] == 1 and Finding.objects.filter(run=run).count() == 3
+
+
+def test_runs_are_sent_after_commit_to_the_probes_queue_with_time_limits_above_the_timeout(
+    cluster, monkeypatch, django_capture_on_commit_callbacks
+) -> None:  # type: ignore[no-untyped-def]
+    from probes.tasks import probe_run_execute_task
+
+    sent: list[tuple[tuple, dict]] = []
+    monkeypatch.setattr(probe_run_execute_task, "apply_async", lambda args, **kw: sent.append((args, kw)))
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        run = start(cluster, "node_inventory")
+        assert sent == []  # nothing leaves before the transaction commits
+    for callback in callbacks:
+        callback()
+    ((args, options),) = sent
+    assert args == (run.pk,) and options["queue"] == "probes"
+    # 3 hosts at concurrency 2: two waves of the 60 s probe timeout, doubled, plus a margin.
+    assert options["soft_time_limit"] > 60 * 2 and options["time_limit"] > options["soft_time_limit"]
