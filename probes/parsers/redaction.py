@@ -35,7 +35,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         r"\1" + MASK,
     ),
     (re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + MASK),
-    (re.compile(r"(?i)([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@"), r"\1" + MASK + "@"),
+    (re.compile(r"(?i)([a-z][a-z0-9+.-]{0,15}://)[^/\s:@]{1,256}:[^/\s@]{1,256}@"), r"\1" + MASK + "@"),
     (
         re.compile(
             r"""(?i)(["']?\b(?:pass(?:word|wd)?|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|"""
@@ -66,8 +66,17 @@ def bound(text: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str, bool]:
 
 
 def clean(text: str, *, secrets: Iterable[str] = (), max_bytes: int = DEFAULT_MAX_BYTES) -> str:
-    """Redact, then bound: the one call a probe makes for any text it keeps."""
-    return bound(redact(text, secrets=secrets), max_bytes=max_bytes)[0]
+    """Redact, then bound: the one call a probe makes for any text it keeps.
+
+    The text is first cut to a little more than the budget (a secret straddling the cut is still
+    seen whole by the patterns), so redaction costs the same whatever a host printed.
+    """
+    head = text[: 2 * max_bytes + 8192]
+    cut = len(head) < len(text)
+    kept, bounded = bound(redact(head, secrets=secrets), max_bytes=max_bytes)
+    if cut and not bounded:
+        kept += f"\n[... {len(text) - len(head)} characters cut]"
+    return kept
 
 
 def nonce_excerpt(

@@ -83,3 +83,13 @@ def test_censored_replicates_count_at_the_deadline():
     assert summary.n == 3 and summary.p50 == 3.0 and summary.p95 == pytest.approx(54.3)
     with pytest.raises(ValueError):
         summarize([1.0], censored=1)
+
+
+def test_redaction_takes_linear_time_on_large_output():
+    import time
+
+    text = ("x" * 5000 + " http://user:pw@host/ ") * 40  # 200 kB, a capped command's worth
+    start = time.monotonic()
+    out = clean(text, max_bytes=4096)
+    assert time.monotonic() - start < 0.5
+    assert "pw@" not in out and len(out.encode()) < 4300
