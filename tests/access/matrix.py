@@ -86,20 +86,26 @@ ACCESS: dict[str, Entry] = {
     "api/v1/score-snapshots/<pk>/": _get(STAFF, obj="snapshot"),
     "api/v1/tier-assignments/": _get(STAFF),
     "api/v1/tier-assignments/<pk>/": _get(STAFF, obj="b_tier_assignment"),
+    # --- probes: runs, findings, tenant accounts (secrets write-only) ----------------------
+    "api/v1/probe-runs/": _get(STAFF),
+    "api/v1/probe-runs/start/": Entry(methods={"POST": RUNNERS}, format_defect=_FORMAT_KWARG),
+    "api/v1/probe-runs/<pk>/": _get(STAFF, obj="b_probe_run"),
+    "api/v1/findings/": _get(STAFF),
+    "api/v1/findings/<pk>/": _get(STAFF, obj="b_finding"),
+    "api/v1/tenant-accounts/": Entry(methods={"GET": STAFF, "POST": RUNNERS}),
+    "api/v1/tenant-accounts/<pk>/": _get(STAFF, obj="b_tenant_account"),
     # --- reports API (drafts: staff with report permissions) ------------------------------
     "api/v1/reports/": Entry(methods={"GET": frozenset({ANALYST, PUBLISHER, ADMIN}),
                                       "POST": frozenset({ANALYST, PUBLISHER, ADMIN})}),
     "api/v1/reports/<pk>/": _get(frozenset({ANALYST, PUBLISHER, ADMIN}), obj="b_report"),
     # correct/withdraw: analysts pass the API check and are refused by the service (400 on an
     # empty body, 403 with a valid one); only publishers publish.
-    "api/v1/reports/<pk>/correct/": Entry(methods={"POST": frozenset({ANALYST, PUBLISHER, ADMIN})}, obj="b_report",
-                                          format_defect=_FORMAT_KWARG),
+    "api/v1/reports/<pk>/correct/": Entry(methods={"POST": frozenset({ANALYST, PUBLISHER, ADMIN})}, obj="b_report"),
     "api/v1/reports/<pk>/fact-check/": Entry(methods={"POST": frozenset({ANALYST, PUBLISHER, ADMIN})},
-                                             obj="b_report", format_defect=_FORMAT_KWARG),
-    "api/v1/reports/<pk>/publish/": Entry(methods={"POST": frozenset({PUBLISHER, ADMIN})}, obj="b_report",
-                                          format_defect=_FORMAT_KWARG),
+                                             obj="b_report"),
+    "api/v1/reports/<pk>/publish/": Entry(methods={"POST": frozenset({PUBLISHER, ADMIN})}, obj="b_report"),
     "api/v1/reports/<pk>/withdraw/": Entry(methods={"POST": frozenset({ANALYST, PUBLISHER, ADMIN})},
-                                           obj="b_report", format_defect=_FORMAT_KWARG),
+                                           obj="b_report"),
     # --- reviews ---------------------------------------------------------------------------
     "api/v1/agreement/<cycle_slug>/": _get(READERS, obj="cycle", provider_owned=False),
     "api/v1/conflicts/": Entry(methods={"GET": STAFF, "POST": frozenset({ANALYST, REVIEWER, ADMIN})}),

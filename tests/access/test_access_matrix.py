@@ -24,7 +24,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from reviews.models import AuditEvent
 from tests.access.matrix import ACCESS, ADMIN_ACCESS, ANON, PROVIDER, REVIEWER, Entry
-from tests.reviews.world import B_SECRET, RAW_ORG, ROLES, World
+from tests.reviews.world import B_SECRET, RAW_ORG, ROLES, SECRET_CIPHERTEXT, World
 
 DENIED = {401, 403, 404}
 # Statuses that show a request got past the access checks: success, redirect, or the
@@ -174,6 +174,8 @@ def leaks(world: World, role: str, body: str) -> list[str]:
     found = []
     if RAW_ORG in body:
         found.append("a raw respondent organisation")
+    if SECRET_CIPHERTEXT in body:
+        found.append("stored credentials")
     if role in {ANON, PROVIDER} and B_SECRET in body:
         found.append("provider B's private data")
     if role == REVIEWER and ("A-OWN review notes" in body or "A-OWN quote" in body):

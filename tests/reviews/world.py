@@ -33,6 +33,7 @@ from tests.factories import AreaFactory, ClusterFactory, CriterionFactory, Cycle
 
 B_SECRET = "B-SECRET"
 RAW_ORG = "RAW-ORG-NAME"
+SECRET_CIPHERTEXT = "CIPHERTEXT-NEVER-SHOWN"  # stored (as if encrypted) credentials: never served to anyone
 ROLES = ("anonymous", "analyst", "reviewer", "publisher", "admin", "provider")
 PASSWORD = "correct horse battery staple 42"
 
@@ -120,6 +121,8 @@ def _private_data_plant(w: World) -> None:
         cluster = ClusterFactory(provider=provider, name=f"{tag.lower()}-cluster")
         o[f"{name}_cluster"] = cluster
         o[f"{name}_finding"] = _finding(cluster, w.cycle, f"{tag} finding summary")
+        o[f"{name}_probe_run"] = o[f"{name}_finding"].run
+        o[f"{name}_tenant_account"] = _tenant_account(cluster)
     o["b_conflict"] = ConflictOfInterest.objects.create(reviewer=u["reviewer3"], provider=w.b, note=f"{B_SECRET} coi")
     csv_text = (
         "provider_slug,area_or_criterion,rating,source,respondent_org,comment,date\n"
@@ -154,6 +157,15 @@ def _finding(cluster: Any, cycle: Cycle, summary: str) -> Any:
         run=run, probe_id="docs.check", probe_version="1", target="cluster", metric="", outcome="fail",
         summary=summary,
     )
+
+
+def _tenant_account(cluster: Any) -> Any:
+    try:
+        model = apps.get_model("probes", "TenantAccount")
+    except LookupError:
+        return None
+    return model.objects.create(cluster=cluster, label="tenant-a", username="opgrade-a",
+                                password_encrypted=SECRET_CIPHERTEXT)
 
 
 def _snapshot(w: World) -> tuple[Any, Any]:
