@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import urllib.parse
 from collections.abc import Iterable
 
 from probes.catalog import register
@@ -74,7 +75,7 @@ class NodeReadyTime(CatalogProbe, definition="node_ready_time"):
         finally:
             for name in names:
                 with contextlib.suppress(Abort):
-                    provider_call(ctx, "DELETE", f"/v1/nodes/{name}")
+                    provider_call(ctx, "DELETE", f"/v1/nodes/{urllib.parse.quote(name)}")
         measured = [idle[n] for n in names if n in idle]
         censored = count - len(measured)
         summary = summarize(measured, censored_at=deadline_s, censored=censored)

@@ -1,0 +1,246 @@
+"""The discrimination matrix: the catalog, run against real testbeds, tells good operators from bad.
+
+Three kinds of checks, on the testbed (real Slurm, sshd, Prometheus, nginx, rsyslog):
+
+1. ``exemplary`` against ``leaky`` (a pair of two-node testbeds of this module): every security
+   probe passes on one and critically fails on the other; monitoring probes measure on both.
+2. One knob flipped on an otherwise exemplary testbed: the probe that covers that knob fails,
+   and no other probe reports a critical fail (so one defect is charged once).
+3. The fault-injecting probes on a testbed of their own (they break nodes): the provider that
+   replaces nodes and runs a health check passes, the one that does neither does not.
+
+Waits are bounded by testbed-scale timeouts (probes/management/commands/probe_matrix.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from probes.management.commands.probe_matrix import ProbeResult, catalog_run
+from probes.management.commands.probe_matrix import testbed_context as context_for
+from testbed.api import TestbedInfo
+from testbed.pytest_helpers import prefixed_name, running_testbed
+
+pytestmark = [pytest.mark.testbed, pytest.mark.integration]
+
+SECURITY = [
+    "tenant_log_isolation",
+    "tenant_metric_isolation",
+    "scheduler_privacy",
+    "home_isolation",
+    "bmc_reachable",
+    "kernel_pending_reboot",
+]
+MONITORING = ["metrics_coverage", "metrics_freshness", "log_ingest_latency", "retention_days"]
+# Everything but the fault injectors and the slow audit (run once, below). node_ready_time adds and
+# releases nodes, which is why this module brings up its own pair of testbeds.
+NON_DISRUPTIVE = [
+    "node_ready_time",
+    *SECURITY,
+    *MONITORING,
+    "health_check_configured",
+    "time_to_first_job",
+    "software_baseline",
+    "gpu_inventory",
+]
+# knob=value on exemplary -> the probe that must catch it.
+KNOB_PROBE = {
+    "slurm.private_data=false": "scheduler_privacy",
+    "slurm.accounting_private_data=false": "scheduler_privacy",
+    "homes.mode=0755": "home_isolation",
+    "logs.isolation=false": "tenant_log_isolation",
+    "logs.shared_dir_readable=true": "tenant_log_isolation",
+    "metrics.isolation=false": "tenant_metric_isolation",
+    "kernel.pending_reboot=true": "kernel_pending_reboot",
+    "bmc.reachable=true": "bmc_reachable",
+    "slurm.health_check=false": "health_check_configured",
+    "provisioning.delay_s=20": "node_ready_time",
+}
+FAST = {"metrics_freshness.visible_timeout_s": 30, "log_ingest_latency.visible_timeout_s": 20}
+
+
+def parallel[T](fn: Callable[[str], T], keys: list[str], workers: int = 3) -> dict[str, T]:
+    """``{key: fn(key)}`` computed a few at a time: testbeds are mostly idle daemons, so the
+    module's wall time is bounded by the slowest testbed, not the sum (CI's budget is small)."""
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return dict(zip(keys, pool.map(fn, keys), strict=True))
+
+
+def run(name: str, probes: list[str], **settings: object) -> dict[str, ProbeResult]:
+    return catalog_run(context_for(name, settings={**FAST, **settings}), list(dict.fromkeys(probes)))
+
+
+@pytest.fixture(scope="module")
+def testbed_exemplary() -> Iterator[TestbedInfo]:
+    # Our own pair (not the session-shared ptex/ptlk): node_ready_time adds and releases nodes,
+    # and other suites running beside this one must not see that, nor pull ours down.
+    with running_testbed("exemplary", name=prefixed_name("mex"), nodes=2) as info:
+        yield info
+
+
+@pytest.fixture(scope="module")
+def testbed_leaky() -> Iterator[TestbedInfo]:
+    with running_testbed("leaky", name=prefixed_name("mlk"), nodes=2) as info:
+        yield info
+
+
+@pytest.fixture(scope="module")
+def matrix(testbed_exemplary, testbed_leaky) -> dict[str, dict[str, ProbeResult]]:
+    names = {"exemplary": testbed_exemplary.name, "leaky": testbed_leaky.name}
+    return parallel(
+        lambda profile: run(names[profile], NON_DISRUPTIVE, **{"node_ready_time.replicates": 2}), list(names)
+    )
+
+
+@pytest.mark.parametrize("probe", SECURITY)
+def test_security_probe_passes_on_exemplary_and_critically_fails_on_leaky(matrix, probe):
+    good, bad = matrix["exemplary"][probe], matrix["leaky"][probe]
+    assert good.outcome == "pass", [f.summary for f in good.findings]
+    assert bad.outcome == "fail" and bad.critical, [f.summary for f in bad.findings]
+
+
+def test_isolation_failures_keep_the_path_and_a_redacted_request_and_response(matrix, testbed_leaky):
+    finding = next(f for f in matrix["leaky"]["tenant_metric_isolation"].findings if f.critical)
+    hit = finding.evidence["hits"][0]
+    assert hit["path"] and hit["request"]["url"].startswith(testbed_leaky.metrics_url)
+    assert hit["request"]["headers"]["Authorization"] == "Basic [REDACTED]"
+    assert finding.evidence["nonce"] in hit["response"]["body"]
+    passwords = [t.http_password for t in testbed_leaky.tenants]
+    blob = repr([f.evidence for r in matrix["leaky"].values() for f in r.findings])
+    assert not any(p in blob for p in passwords)
+
+
+def test_node_ready_time_separates_fast_from_slow_provisioning(matrix):
+    fast, slow = matrix["exemplary"]["node_ready_time"], matrix["leaky"]["node_ready_time"]
+    assert fast.outcome == "pass" and slow.outcome in ("fail", "timeout")
+    assert {f.metric for f in fast.findings} == {"p50_seconds", "p95_seconds"}
+    assert max(f.value for f in fast.findings) < min(f.value for f in slow.findings)
+
+
+def test_health_checks_differ_between_the_profiles(matrix):
+    assert matrix["exemplary"]["health_check_configured"].outcome == "pass"
+    assert matrix["leaky"]["health_check_configured"].outcome == "fail"
+
+
+@pytest.mark.parametrize("probe", ["metrics_coverage", "metrics_freshness", "log_ingest_latency"])
+def test_monitoring_is_measured_on_both_profiles(matrix, probe):
+    # The leaky profile's monitoring works (its defect is isolation, caught above), so both measure.
+    for profile in ("exemplary", "leaky"):
+        result = matrix[profile][probe]
+        assert result.outcome == "pass", (profile, [f.summary for f in result.findings])
+        assert all(f.value is not None for f in result.findings)
+
+
+def test_retention_is_read_as_a_number_of_days(matrix):
+    for profile in ("exemplary", "leaky"):
+        (finding,) = matrix[profile]["retention_days"].findings
+        assert finding.value == pytest.approx(0.25)  # the testbed keeps 6 h: below any real bar
+
+
+def test_no_gpu_on_the_testbed_is_not_applicable_never_pass(matrix):
+    assert {str(f.outcome) for f in matrix["exemplary"]["gpu_inventory"].findings} == {"not_applicable"}
+
+
+def _flip(knob: str) -> dict[str, ProbeResult]:
+    covering = KNOB_PROBE[knob]
+    section_key, value = knob.split("=")
+    section, key = section_key.split(".")
+    typed: object = {"true": True, "false": False}.get(value, value)
+    if value.isdigit() and key != "mode":
+        typed = int(value)
+    name = prefixed_name(f"k{list(KNOB_PROBE).index(knob)}")
+    with running_testbed("exemplary", name=name, nodes=2, overrides={section: {key: typed}}) as info:
+        return run(info.name, [*SECURITY, covering], **{"node_ready_time.replicates": 2})
+
+
+@pytest.fixture(scope="module")
+def flips() -> dict[str, dict[str, ProbeResult]]:
+    return parallel(_flip, list(KNOB_PROBE))
+
+
+@pytest.mark.parametrize("knob", list(KNOB_PROBE))
+def test_a_single_flipped_knob_is_caught_by_its_probe_and_by_no_other_as_critical(flips, knob):
+    covering, results = KNOB_PROBE[knob], flips[knob]
+    assert results[covering].outcome in ("fail", "timeout"), [f.summary for f in results[covering].findings]
+    others = [p for p, r in results.items() if p != covering and r.critical]
+    assert not others, {p: [f.summary for f in results[p].findings] for p in others}
+
+
+@pytest.fixture(scope="module")
+def faulted() -> dict[str, dict[str, ProbeResult]]:
+    probes = ["failure_detection_time", "node_replacement_time", "alert_on_fault"]
+    limits = {
+        "failure_detection_time.detect_timeout_s": 15,
+        "node_replacement_time.replace_timeout_s": 25,
+        "alert_on_fault.alert_timeout_s": 12,
+    }
+
+    def one(profile: str) -> dict[str, ProbeResult]:
+        with running_testbed(profile, name=prefixed_name(f"f{profile[:2]}"), nodes=3) as info:
+            return catalog_run(context_for(info.name, disruptive=True, settings=limits), probes)
+
+    return parallel(one, ["exemplary", "leaky"])
+
+
+@pytest.mark.parametrize("probe", ["failure_detection_time", "node_replacement_time", "alert_on_fault"])
+def test_fault_probes_pass_where_the_operator_detects_and_replaces(faulted, probe):
+    good, bad = faulted["exemplary"][probe], faulted["leaky"][probe]
+    assert good.outcome == "pass", [f.summary for f in good.findings]
+    assert bad.outcome in ("fail", "timeout"), [f.summary for f in bad.findings]
+    assert not good.critical and not bad.critical
+
+
+def test_disruptive_probes_are_not_applicable_without_opt_in(testbed_exemplary):
+    results = run(testbed_exemplary.name, ["failure_detection_time", "job_requeue_after_node_loss"])
+    assert {r.outcome for r in results.values()} == {"not_applicable"}
+
+
+def test_clustermax_audit_runs_offline_on_the_login_node(testbed_exemplary):
+    (finding,) = run(testbed_exemplary.name, ["clustermax_audit"])["clustermax_audit"].findings
+    assert str(finding.outcome) in ("pass", "warn", "fail"), finding.summary
+    assert 0.0 <= finding.value <= 1.0 and finding.metric == "pass_ratio"
+    ids = {c["id"] for c in finding.evidence["checks"]}
+    assert {"security.guestKernel.newerInstalled", "security.bmcIpmi.exposed"} <= ids
+
+
+# Every knob on which exemplary and leaky differ, and the probe that must tell them apart.
+KNOB_COVERED_BY = {
+    "provisioning.delay_s": "node_ready_time",
+    "slurm.private_data": "scheduler_privacy",
+    "slurm.accounting_private_data": "scheduler_privacy",
+    "slurm.health_check": "health_check_configured",
+    "remediation.policy": "node_replacement_time",
+    "homes.mode": "home_isolation",
+    "logs.isolation": "tenant_log_isolation",
+    "logs.shared_dir_readable": "tenant_log_isolation",
+    "metrics.isolation": "tenant_metric_isolation",
+    "kernel.pending_reboot": "kernel_pending_reboot",
+    "bmc.reachable": "bmc_reachable",
+}
+
+
+def _flat(knobs: dict, prefix: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, value in knobs.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def test_every_knob_that_differs_between_the_profiles_changes_its_probes_outcome(matrix, faulted):
+    from testbed.profiles import profile_resolve
+
+    good, bad = _flat(profile_resolve(profile="exemplary")), _flat(profile_resolve(profile="leaky"))
+    differing = {k for k in good if good[k] != bad[k] and k not in ("name", "description")}
+    assert differing <= set(KNOB_COVERED_BY), (
+        f"knobs without a covering probe: {differing - set(KNOB_COVERED_BY)}"
+    )
+    results = {p: {**matrix[p], **faulted[p]} for p in ("exemplary", "leaky")}
+    for knob in sorted(differing):
+        probe = KNOB_COVERED_BY[knob]
+        assert results["exemplary"][probe].outcome != results["leaky"][probe].outcome, (knob, probe)
