@@ -108,10 +108,12 @@ def worker_pssh(spec: dict) -> dict:
     return {"ok": len(hosts) - len(failed), "errors": errors[:5]}
 
 
-WORKERS = {"opgrade": worker_opgrade, "pssh": worker_pssh}
+WORKERS = {"opgrade": worker_opgrade, "opgrade-nb": worker_opgrade, "pssh": worker_pssh}
 # (tool, mode) in the order they run; Ansible ad-hoc is always one shell task ("joined").
+# "opgrade-nb": Opgrade without the remote `timeout` backstop (Timeouts.remote_backstop=False).
 RUNS = [
     ("opgrade", "joined"),
+    ("opgrade-nb", "joined"),
     ("pssh", "joined"),
     ("opgrade", "separate"),
     ("pssh", "separate"),
@@ -238,7 +240,7 @@ def openssh_floor(spec: dict, workdir: Path, samples: int) -> dict[str, float]:
     return out
 
 
-def bench(count: int, concurrency: int, workdir: Path, user_key: Path, user: str) -> dict:
+def bench(count: int, concurrency: int, workdir: Path, user_key: Path, user: str, runs: list) -> dict:
     servers, targets = start_targets(workdir / f"n{count}", count, user_key.with_suffix(".pub"))
     try:
         spec = {"user": user, "key": str(user_key), "targets": targets, "concurrency": concurrency}
@@ -248,8 +250,10 @@ def bench(count: int, concurrency: int, workdir: Path, user_key: Path, user: str
         def server_cpu() -> float:
             return sum(s.cpu_seconds() for s in servers)
 
-        for name, mode in RUNS[:-1]:
-            spec_path.write_text(json.dumps({**spec, "mode": mode}))
+        for name, mode in runs:
+            if name == "ansible":
+                continue
+            spec_path.write_text(json.dumps({**spec, "mode": mode, "backstop": name != "opgrade-nb"}))
             s0 = server_cpu()
             wall, cpu, stdout = timed([sys.executable, __file__, "--worker", name, "--spec", str(spec_path)])
             row[f"{name} {mode}"] = {
@@ -274,7 +278,7 @@ def bench(count: int, concurrency: int, workdir: Path, user_key: Path, user: str
             server.stop()
 
 
-def print_table(rows: list[dict], concurrency: int) -> None:
+def print_table(rows: list[dict], concurrency: int, runs: list) -> None:
     print(
         f"\nSSH fan-out, 3 commands per target, concurrency {concurrency}, {os.cpu_count()} CPUs (loopback)"
     )
@@ -285,7 +289,7 @@ def print_table(rows: list[dict], concurrency: int) -> None:
     print(head)
     for row in rows:
         ours = row["opgrade joined"]
-        for tool, mode in RUNS:
+        for tool, mode in runs:
             name = f"{tool} {mode}"
             r = row[name]
             print(
@@ -309,6 +313,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--worker", choices=sorted(WORKERS))
     parser.add_argument("--spec")
+    parser.add_argument("--joined-only", action="store_true", help="skip the one-channel-per-command runs")
     args = parser.parse_args()
     if args.worker:
         print(json.dumps(WORKERS[args.worker](json.loads(Path(args.spec).read_text()))))
@@ -323,11 +328,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="opgrade-bench-") as tmp:
         workdir = Path(tmp)
         user_key = keygen(workdir / "id_ed25519")
+        runs = [r for r in RUNS if not (args.joined_only and r[1] == "separate")]
         rows = []
         for count in (int(x) for x in args.targets.split(",")):
-            rows.append(bench(count, args.concurrency, workdir, user_key, getpass.getuser()))
+            rows.append(bench(count, args.concurrency, workdir, user_key, getpass.getuser(), runs))
             print(json.dumps(rows[-1]), file=sys.stderr)
-        print_table(rows, args.concurrency)
+        print_table(rows, args.concurrency, runs)
 
 
 if __name__ == "__main__":

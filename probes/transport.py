@@ -219,6 +219,10 @@ class Timeouts:
     auth_s: float = 15.0
     channel_open_s: float = 10.0
     keepalive_s: int = 15
+    # Wrap each command in the host's `timeout -s KILL <deadline>` as well, so that a hung command
+    # dies even when this client dies mid-run. Costs two short-lived processes per command on the
+    # host; turn off for very high fan-out where the client-side kill is enough.
+    remote_backstop: bool = True
 
 
 @dataclass(frozen=True)
@@ -314,6 +318,9 @@ _WRAPPER = (
     "if command -v timeout >/dev/null 2>&1; then exec timeout -s KILL {backstop} sh -c {script}; "
     "else exec sh -c {script}; fi"
 )
+# Without the backstop the script runs in the login shell itself (no extra process on the host);
+# the deadline is then enforced by the client alone.
+_WRAPPER_NO_BACKSTOP = 'echo "OPGRADE-PGID=$$" >&2; eval {script}'
 _KILL_GROUP = "kill -s KILL -- {neg_pgid} 2>/dev/null; true"
 _READ_CHUNK = 32 * 1024
 _POLL_S = 0.1
@@ -414,8 +421,10 @@ class SshConnection:
             raise ValueError("timeout_s must be positive")
         cap = max_output_bytes or self.limits.max_output_bytes
         text = command.render()
-        backstop = f"{timeout_s:.3f}"
-        wrapped = Command(_WRAPPER, backstop=backstop, script=text).render()
+        if self.timeouts.remote_backstop:
+            wrapped = Command(_WRAPPER, backstop=f"{timeout_s:.3f}", script=text).render()
+        else:
+            wrapped = Command(_WRAPPER_NO_BACKSTOP, script=text).render()
 
         channel = self._open_session()
         out, err = _CappedBuffer(cap), _StderrBuffer(cap)
@@ -426,8 +435,10 @@ class SshConnection:
         hard_deadline = start + timeout_s
         killed_by_client = False
         try:
-            channel.exec_command(wrapped)
+            self._send_exec(channel, wrapped)
             while True:
+                if channel.event.is_set() and not channel.event_ready:  # the server refused the exec
+                    raise ConnectionLost(f"{self.endpoint.label}: the server refused to run the command")
                 self._drain(channel, out, err)
                 if channel.exit_status_ready():
                     self._drain(channel, out, err)
@@ -465,6 +476,22 @@ class SshConnection:
             stdout_truncated=out.truncated,
             stderr_truncated=err.truncated,
         )
+
+    def _send_exec(self, channel: paramiko.Channel, command: str) -> None:
+        """Send the exec request WITHOUT blocking on the server's reply.
+
+        ``Channel.exec_command`` waits for the reply with no timeout, so an overloaded server could
+        hold us past the command's deadline before our own loop even starts. The reply (success or
+        failure) still arrives on ``channel.event``, which the loop checks.
+        """
+        message = paramiko.Message()
+        message.add_byte(paramiko.common.cMSG_CHANNEL_REQUEST)
+        message.add_int(channel.remote_chanid)
+        message.add_string("exec")
+        message.add_boolean(True)
+        message.add_string(command)
+        channel._event_pending()
+        self._transport._send_user_message(message)
 
     @staticmethod
     def _drain(channel: paramiko.Channel, out: _CappedBuffer, err: _StderrBuffer) -> None:

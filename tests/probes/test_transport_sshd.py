@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import threading
@@ -118,16 +119,18 @@ def test_fetching_a_host_key_reads_the_fingerprint_and_sends_no_credential(sshd:
     assert auth_requests(sshd) == 0
 
 
+@pytest.mark.parametrize("remote_backstop", [True, False], ids=["with-remote-timeout", "client-kill-only"])
 def test_a_hung_command_is_killed_with_its_process_group_at_the_deadline(
-    sshd: Sshd, user_key: Path, tmp_path: Path
+    sshd: Sshd, user_key: Path, tmp_path: Path, remote_backstop: bool
 ) -> None:
     pidfile = tmp_path / "pids"
-    deadline_s = 5.0  # 10% = 0.5 s: room for a loaded 2-core CI box
+    deadline_s = 8.0  # 10% = 0.8 s: room for the kill round trip on a loaded 2-core box
     hung = Command(
         "echo $$ > {pidfile}; sleep 300 & echo $! >> {pidfile}; sleep 301; echo never",
         pidfile=str(pidfile),
     )
-    with SshPool(credentials=creds(user_key, sshd.user), timeouts=FAST) as pool:
+    timeouts = dataclasses.replace(FAST, remote_backstop=remote_backstop)
+    with SshPool(credentials=creds(user_key, sshd.user), timeouts=timeouts) as pool:
         conn = pool.connection(pinned(sshd))
         started = time.monotonic()
         result = conn.run(hung, timeout_s=deadline_s)

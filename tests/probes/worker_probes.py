@@ -53,7 +53,7 @@ class HungCommand(Probe):
     area = Area.RELIABILITY
     question = "Is a hung command killed at its deadline? (test only)"
     scope = Scope.CLUSTER
-    timeout_s = 4
+    timeout_s = 8
     metric = Metric(name="hang", unit="s", direction=Direction.LOWER)
 
     def execute(self, ctx: ProbeContext, target: Target) -> Sequence[FindingDraft]:
