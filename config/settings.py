@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "reviews",
     "probes",
     "reports",
+    "quickstart",  # last: the demo orchestrator (see quickstart/models.py for why it has one)
 ]
 
 MIDDLEWARE = [

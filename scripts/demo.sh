@@ -1,11 +1,90 @@
 #!/usr/bin/env bash
-# The quick start's main job. Grows with the project: see the README.
+# The quick start's main job (`make demo`): install, then a full rating cycle on the built-in
+# testbed, then the admin and the published report served on http://127.0.0.1:8000.
+#
+#   1. Python packages (.venv), PostgreSQL/Redis answering, the testbed's system packages,
+#      the clustermax wheels for the audit probe
+#   2. migrate + collectstatic (SQLite at var/opgrade.sqlite3 unless DATABASE_URL says otherwise)
+#   3. a Celery worker in the background on both queues (stopped by pid when this script exits)
+#   4. manage.py demo_cycle: rubric, three testbeds as three providers, the whole probe catalog on
+#      the worker, doc reviews, customer feedback, scores, the published report, demo users
+#   5. the web server in the foreground (gunicorn on 127.0.0.1:8000) until Ctrl-C
+#
+# The testbeds stay up after the server stops; `make demo-down` removes them.
+# Needs root (the testbed creates network namespaces and users). Idempotent: run it again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OPGRADE_DEBUG="${OPGRADE_DEBUG:-1}"
+start=$(date +%s)
+step() { echo "== [$(( $(date +%s) - start )) s] $*"; }
 py=.venv/bin/python
-$py manage.py migrate --noinput
-$py manage.py rubric import rubric/data/opgrade-2026.1.yaml --freeze
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "error: the demo runs the testbed (network namespaces, Linux users, daemons): run it as root" >&2
+  exit 1
+fi
+
+step "Python packages"
+./scripts/install.sh
+step "PostgreSQL and Redis"
+./scripts/services.sh
+step "testbed packages"
+./scripts/install-testbed.sh
+if ! ls var/wheels/cmax/clustermax-*.whl >/dev/null 2>&1; then
+  step "clustermax wheels for the audit probe"
+  PYTHON=$py ./scripts/fetch-cmax-wheels.sh
+fi
+
+step "database: migrate, static files"
+mkdir -p var/log var/static
+$py manage.py migrate --noinput -v0
 $py manage.py collectstatic --noinput -v0
-echo "Admin at http://127.0.0.1:8000/admin/"
-exec $py manage.py runserver 127.0.0.1:8000
+
+step "Celery worker (queues probes, default)"
+worker_log=var/log/demo-worker.log
+: > "$worker_log"
+.venv/bin/celery -A config worker -Q probes,default -c 6 -n "demo-$$@%h" \
+  --without-gossip --without-mingle -l info > "$worker_log" 2>&1 &
+worker_pid=$!
+server_pid=""
+cleanup() {
+  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
+  if kill -0 "$worker_pid" 2>/dev/null; then
+    echo "== stopping the Celery worker (pid $worker_pid)"
+    kill "$worker_pid" 2>/dev/null || true
+    wait "$worker_pid" 2>/dev/null || true
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+for _ in $(seq 1 90); do
+  grep -q " ready\." "$worker_log" && break
+  kill -0 "$worker_pid" 2>/dev/null || { echo "error: the Celery worker exited:" >&2; tail -n 30 "$worker_log" >&2; exit 1; }
+  sleep 1
+done
+grep -q " ready\." "$worker_log" || echo "warning: the Celery worker is not ready after 90 s (see $worker_log)" >&2
+echo "   worker pid $worker_pid, log $worker_log"
+
+step "demo cycle"
+$py manage.py demo_cycle | tee var/log/demo-cycle.log
+report_url=$(sed -n 's/^REPORT_URL=//p' var/log/demo-cycle.log | tail -n 1)
+
+step "web server on http://127.0.0.1:8000 (Ctrl-C stops it and the worker)"
+.venv/bin/gunicorn config.wsgi:application --bind 127.0.0.1:8000 --workers 2 --timeout 120 \
+  --access-logfile var/log/demo-access.log &
+server_pid=$!
+for _ in $(seq 1 30); do
+  $py -c "import urllib.request as u; u.urlopen('http://127.0.0.1:8000/healthz', timeout=2)" 2>/dev/null && break
+  sleep 0.5
+done
+step "serving (demo ready)"
+cat <<EOF
+
+  Published report: ${report_url}
+  Admin:            http://127.0.0.1:8000/admin/      (admin; one-time password above)
+  API docs:         http://127.0.0.1:8000/api/docs/
+  Provider portal:  http://127.0.0.1:8000/portal/     (aurora-provider)
+
+  The testbeds keep running: \`make demo-down\` (or .venv/bin/python -m testbed down NAME) removes them.
+EOF
+wait "$server_pid"

@@ -1,0 +1,1 @@
+"""quickstart: the demo rating cycle of the README's quick start (``manage.py demo_cycle``)."""
