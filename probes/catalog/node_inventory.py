@@ -1,8 +1,9 @@
 """node_inventory: what does each node run? OS, kernel, CPUs, memory, Slurm, and its GPUs.
 
 One command collects everything, in sections marked ``===name``, so a node costs one round trip.
-:func:`parse_inventory` is pure and tested on captured outputs. The node's inventory is one finding
-(value: CPU count); its GPUs are a second finding (value: GPU count) that is ``not_applicable``
+:func:`parse_inventory` is pure and tested on captured outputs. The node's inventory is one
+pass/fail finding (empty metric; the facts in its evidence); its GPUs are a second finding
+(metric ``gpu_count``) that is ``not_applicable``
 where the node has no ``nvidia-smi`` (a CPU-only node or testbed), never ``pass`` by default.
 Judging the GPUs against what was ordered is ``gpu_inventory``'s job, not this probe's.
 """
@@ -134,7 +135,9 @@ class NodeInventory(Probe):
     scope = Scope.NODE
     requirements = frozenset({Requirement.SSH})
     timeout_s = 60
-    metric = Metric(name="cpu_count", unit="cpus", direction=Direction.HIGHER)
+    # The inventory itself is a pass/fail check (empty metric, as the rubric binds it): ``pass``
+    # when the node answered with a readable inventory; the facts are in the evidence.
+    metric = Metric(name="", unit="", direction=Direction.HIGHER)
 
     def execute(self, ctx: ProbeContext, target: Target) -> Sequence[FindingDraft]:
         assert target.endpoint is not None
@@ -158,7 +161,6 @@ class NodeInventory(Probe):
         node = self.finding(
             target,
             Outcome.PASS,
-            value=inventory.cpus,
             summary=f"{inventory.os_name}, {inventory.kernel}, {inventory.cpus} CPUs, "
             f"{facts['memory_gib']} GiB, Slurm {inventory.slurm_version or 'absent'}",
             evidence={**evidence, "inventory": facts},

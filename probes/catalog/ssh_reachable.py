@@ -39,7 +39,7 @@ class SshReachable(Probe):
     scope = Scope.NODE
     requirements = frozenset({Requirement.SSH})
     timeout_s = 30
-    metric = Metric(name="ssh_latency", unit="ms", direction=Direction.LOWER)
+    metric = Metric(name="latency_ms", unit="ms", direction=Direction.LOWER)  # as the rubric binds it
     thresholds = Thresholds(
         (
             Threshold(

@@ -73,7 +73,7 @@ def test_the_registry_knows_the_first_probes_and_refuses_unknown_ids() -> None:
     ids = {p.id for p in probe_list()}
     assert {"ssh_reachable", "node_inventory"} <= ids
     assert probe_get("ssh_reachable").describe()["metric"] == {
-        "name": "ssh_latency",
+        "name": "latency_ms",
         "unit": "ms",
         "direction": "lower",
     }

@@ -93,7 +93,7 @@ def test_a_resumed_run_measures_only_the_targets_without_findings(cluster, setti
     now = timezone.now()
     services.finding_record(
         run=claimed,
-        draft=services.FindingDraft(target="login", outcome="pass", metric="ssh_latency", value=1.0),
+        draft=services.FindingDraft(target="login", outcome="pass", metric="latency_ms", value=1.0),
         started_at=now,
         finished_at=now,
     )
@@ -159,8 +159,8 @@ def test_node_inventory_reports_the_node_and_no_gpu_as_not_applicable(cluster) -
     services.probe_run_execute(run_id=run.pk, worker="w1", pool_factory=fake.pool)
     rows = {(f.target, f.metric): f for f in Finding.objects.filter(run=run)}
     assert len(rows) == 6
-    assert rows[("node1", "cpu_count")].value == 8 and rows[("node1", "cpu_count")].outcome == "pass"
-    assert rows[("node1", "cpu_count")].evidence["inventory"]["slurm_version"] == "22.05.8"
+    assert rows[("node1", "")].outcome == "pass" and rows[("node1", "")].evidence["inventory"]["cpus"] == 8
+    assert rows[("node1", "")].evidence["inventory"]["slurm_version"] == "22.05.8"
     assert rows[("node1", "gpu_count")].outcome == "not_applicable"
 
 
@@ -195,7 +195,7 @@ def test_findings_are_immutable_in_the_model_and_in_the_database(cluster) -> Non
 def test_a_finding_is_never_written_twice_for_the_same_target_and_metric(cluster) -> None:  # type: ignore[no-untyped-def]
     run = start(cluster, "ssh_reachable")
     now = timezone.now()
-    draft = services.FindingDraft(target="login", outcome="pass", metric="ssh_latency", value=1.0)
+    draft = services.FindingDraft(target="login", outcome="pass", metric="latency_ms", value=1.0)
     assert services.finding_record(run=run, draft=draft, started_at=now, finished_at=now) is not None
     assert services.finding_record(run=run, draft=draft, started_at=now, finished_at=now) is None
     assert Finding.objects.filter(run=run).count() == 1
@@ -271,3 +271,35 @@ def test_runs_are_sent_after_commit_to_the_probes_queue_with_time_limits_above_t
     assert args == (run.pk,) and options["queue"] == "probes"
     # 3 hosts at concurrency 2: two waves of the 60 s probe timeout, doubled, plus a margin.
     assert options["soft_time_limit"] > 60 * 2 and options["time_limit"] > options["soft_time_limit"]
+
+
+def test_compute_nodes_can_be_discovered_through_the_scheduler(cluster) -> None:  # type: ignore[no-untyped-def]
+    ClusterAccess.objects.filter(cluster=cluster).update(discover_nodes=True, compute_nodes="node1")
+
+    def answer(ep, cmd):  # type: ignore[no-untyped-def]
+        return ok("node1\nnode7\nnode7\n") if cmd.startswith("sinfo") else ok()
+
+    fake = FakeTransport(answer)
+    run = start(cluster, "ssh_reachable")
+    services.probe_run_execute(run_id=run.pk, worker="w1", pool_factory=fake.pool)
+    assert sorted(Finding.objects.filter(run=run).values_list("target", flat=True)) == [
+        "login",
+        "node1",
+        "node7",
+    ]
+    assert ("login", "sinfo -N -h -o %n") in fake.log
+
+
+def test_a_disruptive_probe_runs_only_where_the_cluster_opted_in(cluster) -> None:  # type: ignore[no-untyped-def]
+    from tests.probes import worker_probes  # noqa: F401  (registers test_disruptive)
+
+    fake = FakeTransport(lambda ep, cmd: ok())
+    run = start(cluster, "test_disruptive")
+    services.probe_run_execute(run_id=run.pk, worker="w1", pool_factory=fake.pool)
+    (finding,) = Finding.objects.filter(run=run)
+    assert finding.outcome == "not_applicable" and "opted in" in finding.summary and fake.log == []
+
+    ClusterAccess.objects.filter(cluster=cluster).update(disruptive_opt_in=True)
+    (again,) = services.probe_runs_start(cluster=cluster, probe_ids=["test_disruptive"])
+    services.probe_run_execute(run_id=again.pk, worker="w1", pool_factory=fake.pool)
+    assert Finding.objects.get(run=again).outcome == "pass"

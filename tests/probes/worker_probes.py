@@ -67,3 +67,22 @@ class HungCommand(Probe):
         return [
             self.finding(target, outcome, value=round(result.duration_s, 3), evidence=ctx.evidence(result))
         ]
+
+
+@register
+class Disruptive(Probe):
+    """Would inject a fault; must only run where the cluster opted in (test only)."""
+
+    id = "test_disruptive"
+    version = 1
+    area = Area.RELIABILITY
+    question = "Does the scheduler notice an injected fault? (test only)"
+    scope = Scope.CLUSTER
+    disruptive = True
+    timeout_s = 10
+    metric = Metric(name="detect", unit="s", direction=Direction.LOWER)
+
+    def execute(self, ctx: ProbeContext, target: Target) -> Sequence[FindingDraft]:
+        assert target.endpoint is not None
+        result = ctx.ssh(target.endpoint).run(Command("true"), timeout_s=self.timeout_s)
+        return [self.finding(target, Outcome.PASS, value=result.duration_s)]
