@@ -47,7 +47,7 @@ TESTBED_SETTINGS: dict[str, Any] = {
     "failure_detection_time.detect_timeout_s": 45,
     "node_replacement_time.replace_timeout_s": 60,
     "alert_on_fault.alert_timeout_s": 30,
-    "job_requeue_after_node_loss.requeue_timeout_s": 150,
+    "job_requeue_after_node_loss.requeue_timeout_s": 240,
     "metrics_freshness.visible_timeout_s": 60,
     "log_ingest_latency.visible_timeout_s": 30,
     "node_ready_time.poll_s": 0.25,
