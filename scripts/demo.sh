@@ -82,7 +82,7 @@ cat <<EOF
 
   Published report: ${report_url}
   Admin:            http://127.0.0.1:8000/admin/      (admin; one-time password above)
-  API docs:         http://127.0.0.1:8000/api/docs/
+  API docs:         http://127.0.0.1:8000/api/docs/   (signed in)
   Provider portal:  http://127.0.0.1:8000/portal/     (aurora-provider)
 
   The testbeds keep running: \`make demo-down\` (or .venv/bin/python -m testbed down NAME) removes them.

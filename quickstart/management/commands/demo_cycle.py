@@ -156,7 +156,7 @@ class Command(BaseCommand):
         self.say(f"  Published report: {base}{reverse('reports:overview', args=[report.pk])}")
         self.say(f"  Admin:            {base}/admin/")
         self.say(f"  Provider portal:  {base}/portal/   (aurora-provider)")
-        self.say(f"  API docs:         {base}/api/docs/")
+        self.say(f"  API docs:         {base}/api/docs/   (signed in)")
         self.say("One-time passwords (shown once; a new run of demo_cycle resets them):")
         for u in users:
             self.say(f"  {u.username:<16} {u.password:<20} {u.role}")
