@@ -274,7 +274,7 @@ class Command(BaseCommand):
                 total = time.monotonic() - t0
                 waits = sum(r.seconds for r in results.values() if r.disruptive)
                 self.stdout.write(
-                    f"{profile}: whole catalog {total:.1f} s; without disruptive probes {total - waits:.1f} s"
+                    f"{profile}: whole catalog {total:.1f} s; without disruptive probes {max(0.0, total - waits):.1f} s"
                 )
                 columns[profile] = results
         finally:
