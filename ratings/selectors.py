@@ -157,30 +157,24 @@ def _feedback(cycle: Cycle) -> list[FeedbackResponse]:
     return out
 
 
-def _reviews_evidence(cycle: Cycle) -> tuple[list[DocReviewScore], list[CriterionOverride]]:
-    """Submitted reviews, reconciliations and approved overrides of the reviews workflow."""
+def _approved_overrides(cycle: Cycle) -> list[CriterionOverride]:
+    """Approved four-eyes overrides of the reviews workflow.
+
+    Reviews themselves arrive as DocReview rows: the reviews app writes one per submitted
+    assignment and one per reconciliation (ratings.services.doc_review_record), so DocReview
+    is the single source of doc-review evidence and nothing is read twice. Only overrides
+    live solely in the reviews app; it is read through the app registry so that ratings
+    does not import reviews (which builds on ratings).
+    """
     if not apps.is_installed("reviews"):
-        return [], []
-    assignment = apps.get_model("reviews", "ReviewAssignment")
-    reconciliation = apps.get_model("reviews", "Reconciliation")
+        return []
     override = apps.get_model("reviews", "ScoreOverride")
     fields = ("provider__slug", "criterion__key", "criterion__rubric_version_id")
-    scores = [
-        DocReviewScore(str(version), provider, key, f"user:{reviewer}", float(score))
-        for provider, key, version, reviewer, score in assignment.objects.filter(cycle=cycle, status="submitted")
-        .values_list(*fields, "reviewer_id", "score").order_by("id")
-    ]
-    scores += [
-        DocReviewScore(str(version), provider, key, f"reconciliation:{pk}", float(value), reconciled=True)
-        for provider, key, version, pk, value in reconciliation.objects.filter(cycle=cycle)
-        .values_list(*fields, "pk", "value").order_by("id")
-    ]
-    overrides = [
+    return [
         CriterionOverride(str(version), provider, key, float(value))
         for provider, key, version, value in override.objects.filter(cycle=cycle, status="approved")
         .values_list(*fields, "value").order_by("id")
     ]
-    return scores, overrides
 
 
 def previous_tiers_get(*, cycle: Cycle) -> list[PreviousTier]:
@@ -218,16 +212,15 @@ def cycle_evidence_get(
     """Everything the engine needs to score ``cycle``. Raises ScoringInputError on bad evidence."""
     rubric = rubric_spec_get(rubric_version=cycle.rubric_version)
     providers = tuple(cycle.providers.order_by("slug").values_list("slug", flat=True))
-    review_scores, overrides = _reviews_evidence(cycle)
     return ScoringInput(
         rubric=rubric,
         providers=providers,
         seed=seed,
         probe_observations=tuple(_probe_observations(cycle, rubric)),
-        doc_scores=tuple(_doc_scores(cycle) + review_scores),
+        doc_scores=tuple(_doc_scores(cycle)),
         feedback=tuple(_feedback(cycle)),
         previous_tiers=tuple(previous_tiers_get(cycle=cycle) if previous_tiers is None else previous_tiers),
-        overrides=tuple(overrides),
+        overrides=tuple(_approved_overrides(cycle)),
     )
 
 

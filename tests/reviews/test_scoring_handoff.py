@@ -41,11 +41,6 @@ def _review_pair(cycle, provider, criterion, users, scores=(1, 2)):
         services.review_submit(assignment=assignment, by=users[name], score=score, citations=citation())
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "ratings.selectors._reviews_evidence also reads submitted ReviewAssignments and Reconciliations, "
-    "which reviews now mirrors into DocReview: the engine refuses the reviewer as scoring twice. "
-    "Fix in ratings: filter(doc_review__isnull=True) on both querysets."
-))
 def test_submitted_reviews_and_a_reconciliation_reach_the_engine_once(handoff):
     cycle, provider, criterion, users = handoff
     _review_pair(cycle, provider, criterion, users)
