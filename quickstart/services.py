@@ -33,7 +33,6 @@ from probes.catalog import probe_list
 from probes.management.commands.probe_matrix import TESTBED_SETTINGS, host_key_of
 from probes.models import ClusterAccess, ProbeRun, TenantAccount
 from quickstart.evidence import DOC_SCORES, FEEDBACK_CSV, NOTES, PROVIDERS, DemoProvider, citation
-from ratings.engine_types import ScoringInputError
 from ratings.models import Cluster, Cycle, Provider, ScoreSnapshot
 from ratings.services import cycle_scores_compute
 from reports import services as report_services
@@ -376,34 +375,9 @@ def demo_feedback_import(*, cycle: Cycle, analyst: Any, path: Path = FEEDBACK_CS
 # ------------------------------------------------------------------------------------------------
 
 
-def demo_scores_compute(*, cycle: Cycle, seed: int | None = None) -> tuple[ScoreSnapshot, str]:
-    """``cycle_scores_compute`` (seeded); returns the snapshot and a note when a workaround was needed.
-
-    Workaround, until ratings and reviews agree: the reviews services now write every submitted
-    review and reconciliation as a ``ratings.DocReview`` row, and ``ratings.selectors`` still also
-    reads the same reviews from ``ReviewAssignment``/``Reconciliation`` rows, so the engine sees each
-    reviewer twice and refuses ("scored ... twice"). Only then is the cycle scored again with the
-    reviews counted once (from the DocReview rows; approved overrides still read), and the demo
-    says so. Once ratings stops double-reading, the first call succeeds and this path is dead.
-    """
-    try:
-        return cycle_scores_compute(cycle=cycle, seed=seed), ""
-    except ScoringInputError as exc:
-        if "twice" not in str(exc):
-            raise
-        first_error = str(exc)
-    from unittest import mock
-
-    from ratings import selectors as ratings_selectors
-
-    original = ratings_selectors._reviews_evidence
-
-    def overrides_only(c: Cycle) -> tuple[list[Any], list[Any]]:
-        return [], original(c)[1]
-
-    with mock.patch.object(ratings_selectors, "_reviews_evidence", overrides_only):
-        snapshot = cycle_scores_compute(cycle=cycle, seed=seed)
-    return snapshot, f"WORKAROUND: ratings counted each review twice ({first_error}); scored with reviews counted once"
+def demo_scores_compute(*, cycle: Cycle, seed: int | None = None) -> ScoreSnapshot:
+    """``cycle_scores_compute`` with the given seed (default: the one derived from the cycle)."""
+    return cycle_scores_compute(cycle=cycle, seed=seed)
 
 
 def demo_report_publish(*, snapshot: ScoreSnapshot, publisher: Any) -> tuple[Report, str]:

@@ -140,9 +140,7 @@ class Command(BaseCommand):
                 if written else "  customer feedback: sample_feedback.csv already imported for this cycle")
 
         with self.step(8, "Scores and tiers") as say:
-            snapshot, note = services.demo_scores_compute(cycle=cycle, seed=opts["seed"])
-            if note:
-                say(self.style.WARNING(f"  {note}"))
+            snapshot = services.demo_scores_compute(cycle=cycle, seed=opts["seed"])
             say(f"  snapshot #{snapshot.pk}, seed {snapshot.seed}, engine {snapshot.engine_version}")
             self._tier_table(snapshot)
 
