@@ -1,7 +1,8 @@
 """Entry point for the real Celery worker the integration tests start as a subprocess.
 
 It loads the test-only probes first, then hands over to Celery's own command line, so the worker
-is the real thing (prefork pool, Redis broker, acks_late) with two extra probe ids.
+is the real thing (prefork pool, Redis broker, acks_late) with a few extra probe ids and a faster
+sweep for un-acked messages.
 """
 
 from __future__ import annotations
