@@ -34,7 +34,7 @@ class ProbeRunViewSet(viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(request=ProbeRunStartSerializer, responses=ProbeRunSerializer(many=True))
     @action(detail=False, methods=["post"], permission_classes=[NotProviderUser, DjangoModelPermissions])
-    def start(self, request: Request) -> Response:
+    def start(self, request: Request, **kwargs: object) -> Response:
         data = ProbeRunStartSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         cluster = get_object_or_404(Cluster, pk=data.validated_data["cluster"])

@@ -40,9 +40,6 @@ class Entry:
     format_defect: str = ""
 
 
-_FORMAT_KWARG = "a 500: the @action method takes no `format` keyword (add **kwargs or format=None)"
-
-
 def _get(roles: frozenset[str], **kw: object) -> Entry:
     return Entry(methods={"GET": roles}, **kw)  # type: ignore[arg-type]
 
@@ -88,7 +85,7 @@ ACCESS: dict[str, Entry] = {
     "api/v1/tier-assignments/<pk>/": _get(STAFF, obj="b_tier_assignment"),
     # --- probes: runs, findings, tenant accounts (secrets write-only) ----------------------
     "api/v1/probe-runs/": _get(STAFF),
-    "api/v1/probe-runs/start/": Entry(methods={"POST": RUNNERS}, format_defect=_FORMAT_KWARG),
+    "api/v1/probe-runs/start/": Entry(methods={"POST": RUNNERS}),
     "api/v1/probe-runs/<pk>/": _get(STAFF, obj="b_probe_run"),
     "api/v1/findings/": _get(STAFF),
     "api/v1/findings/<pk>/": _get(STAFF, obj="b_finding"),
