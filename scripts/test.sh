@@ -1,18 +1,60 @@
 #!/usr/bin/env bash
-# The test command: ruff, then pytest against PostgreSQL (127.0.0.1:5432, user postgres).
+# The test command (`make test`; .ci/run calls exactly this): ruff, then pytest on PostgreSQL
+# (127.0.0.1:5432, user postgres) with `makemigrations --check` inside the suite.
+#
+# With no arguments the suite runs as two pytest processes side by side: the `testbed`
+# tests (real Slurm, sshd, Prometheus, nginx, rsyslog in network namespaces; they mostly
+# wait on daemons) and everything else (mostly CPU). Each has its own test database, Redis
+# database and testbed name prefix, so they cannot see each other. With arguments, one
+# plain pytest run gets them (e.g. `make test ARGS="tests/rubric -x"` or scripts/test.sh -k x).
 # Tests marked `testbed` need root and the packages from scripts/install-testbed.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/opgrade}"
-export REDIS_URL="${TEST_REDIS_URL:-redis://127.0.0.1:6379/9}"
+db="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/opgrade}"
+redis="${TEST_REDIS_URL:-redis://127.0.0.1:6379/9}"
 export OPGRADE_DEBUG=1
 .venv/bin/ruff check .
-mkdir -p var/static artifacts
-set +e
-.venv/bin/python -m pytest "$@"
-rc=$?
-set -e
-if [ "$rc" -eq 5 ]; then
-  echo "error: pytest collected no tests" >&2
+mkdir -p var/static artifacts var/log
+
+if [ "$#" -gt 0 ]; then
+  set +e
+  DATABASE_URL="$db" REDIS_URL="$redis" .venv/bin/python -m pytest "$@"
+  rc=$?
+  set -e
+  [ "$rc" -eq 5 ] && echo "error: pytest collected no tests" >&2
+  exit "$rc"
 fi
-exit "$rc"
+
+log=var/log/test-testbed.log
+: > "$log"
+# The testbed half: its own database (pytest-django creates test_<name>), Redis db and prefix.
+DATABASE_URL="${db}_tb" REDIS_URL="${redis%/*}/$(( ${redis##*/} + 1 ))" \
+  OPGRADE_TESTBED_PREFIX="${OPGRADE_TESTBED_PREFIX:-ci}" \
+  .venv/bin/python -m pytest -m testbed -p no:cacheprovider -o console_output_style=classic \
+  > "$log" 2>&1 &
+tb_pid=$!
+trap 'kill "$tb_pid" 2>/dev/null || true' EXIT
+
+set +e
+rest_log=var/log/test-rest.log
+DATABASE_URL="$db" REDIS_URL="$redis" .venv/bin/python -m pytest -m "not testbed" -p no:cacheprovider \
+  2>&1 | tee "$rest_log"
+rest_rc=${PIPESTATUS[0]}
+echo "== waiting for the testbed tests (pid $tb_pid, log $log)"
+wait "$tb_pid"
+tb_rc=$?
+set -e
+trap - EXIT
+echo "== testbed tests (pytest -m testbed):"
+cat "$log"
+
+# One closing line for both runs: the sums of pytest's final counts.
+count() { local n; n=$(tail -n 3 "$1" | grep -Eo "[0-9]+ $2" | tail -n 1 | cut -d' ' -f1); echo "${n:-0}"; }
+total() { echo $(( $(count "$rest_log" "$1") + $(count "$log" "$1") )); }
+echo "== non-testbed exit status $rest_rc, testbed exit status $tb_rc"
+echo "total: $(total passed) passed, $(( $(total failed) + $(total error) )) failed, $(total skipped) skipped"
+for rc in "$rest_rc" "$tb_rc"; do
+  if [ "$rc" -eq 5 ]; then echo "error: a pytest run collected no tests" >&2; exit 5; fi
+  if [ "$rc" -ne 0 ]; then exit "$rc"; fi
+done
+exit 0
