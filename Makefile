@@ -17,7 +17,7 @@ demo-down:
 # The test command CI runs (.ci/run calls exactly this): ruff + pytest on PostgreSQL,
 # with `makemigrations --check` inside the suite.
 test: install
-	./scripts/test.sh
+	./scripts/test.sh $(ARGS)
 
 lint: install
 	.venv/bin/ruff check .
