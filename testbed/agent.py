@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 import traceback
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -205,7 +206,7 @@ class Agent:
                         f"--config.file={root}/prometheus/{label}.yml",
                         f"--storage.tsdb.path={root}/prometheus/data-{label}",
                         f"--web.listen-address=127.0.0.1:{configs.prom_port(index)}",
-                        "--storage.tsdb.retention.time=6h",
+                        f"--storage.tsdb.retention.time={self.knobs['metrics']['retention']}",
                         "--log.level=warn",
                     ],
                 ),
@@ -394,6 +395,8 @@ class Agent:
                     f"--web.listen-address={node['address']}:{configs.NODE_EXPORTER_PORT}",
                     "--collector.disable-defaults",
                     "--collector.cpu",
+                    # the node's own interface (per network namespace), unlike the shared host CPUs
+                    "--collector.netdev",
                     "--collector.meminfo",
                     "--collector.loadavg",
                     "--collector.uname",
@@ -454,7 +457,11 @@ class Agent:
         path = self.lay.root / "prometheus" / "nodes.json"
         tmp = path.with_suffix(".tmp")
         with self.lock:
-            tmp.write_text(configs.node_targets(self.lay, self.state["nodes"]))
+            tmp.write_text(
+                configs.node_targets(
+                    self.lay, self.state["nodes"], scrape_all=self.knobs["metrics"]["scrape_all_nodes"]
+                )
+            )
         os.replace(tmp, path)
 
     def bmc_listen(self, name: str, netns: str, address: str) -> None:
@@ -811,6 +818,8 @@ class LogHandler(_Json):
     ``logs.isolation`` on, a request must carry nginx's proxy secret and a known tenant
     (missing or unknown: refused), and only that tenant's file is read. With it off, the
     header is taken as given and a request without one gets every tenant's lines.
+    With ``logs.ingest_delay_s`` a line is returned only that many seconds after rsyslog
+    received it (by its ``timegenerated`` stamp): an indexing pipeline that lags behind.
     """
 
     def do_GET(self) -> None:
@@ -835,16 +844,27 @@ class LogHandler(_Json):
             sources = [tenant]
         else:
             sources = [tenant] if tenant in users else users
+        delay = float(agent.knobs["logs"]["ingest_delay_s"])
+        cutoff = time.time() - delay
         lines: list[str] = []
         for user in sources:
             path = agent.lay.tenant_log_dir(user) / "messages.log"
             try:
                 for line in path.read_text(errors="replace").splitlines():
-                    if contains in line:
+                    if contains in line and (not delay or received_at(line) <= cutoff):
                         lines.append(line)
             except FileNotFoundError:
                 continue
         return self.reply(200, {"tenant": tenant or None, "lines": lines[-limit:]})
+
+
+def received_at(line: str) -> float:
+    """When rsyslog received ``line`` (its first field, ``timegenerated`` in RFC 3339), as a Unix
+    time; a line without a readable stamp counts as just received (so a lag hides it too)."""
+    try:
+        return datetime.fromisoformat(line.split(" ", 1)[0]).timestamp()
+    except ValueError:
+        return time.time()
 
 
 def main(argv: list[str]) -> int:

@@ -301,11 +301,11 @@ def _prepare(lay: Layout, knobs: dict[str, Any]) -> None:
     if knobs["metrics"]["isolation"]:
         for i, t in enumerate(tenants):
             (root / "prometheus" / f"{t['user']}.yml").write_text(
-                configs.prometheus_yml(lay, push=configs.push_port(i), tenant=t["user"])
+                configs.prometheus_yml(lay, knobs, push=configs.push_port(i), tenant=t["user"])
             )
     else:
         (root / "prometheus" / "shared.yml").write_text(
-            configs.prometheus_yml(lay, push=configs.push_port(None), tenant=None)
+            configs.prometheus_yml(lay, knobs, push=configs.push_port(None), tenant=None)
         )
     (root / "prometheus" / "nodes.json").write_text("[]")
     (root / "rsyslog" / "rsyslog.conf").write_text(configs.rsyslog_conf(lay, tenants))

@@ -219,7 +219,8 @@ http {{
         listen {lay.ctl_addr}:{NGINX_PORT};
         auth_basic "testbed {lay.name}";
         auth_basic_user_file {root}/nginx/htpasswd;
-        location = /healthz {{ auth_basic off; return 200 "ok\\n"; }}
+        # also the upload sink of metrics_freshness: any body is read and discarded
+        location = /healthz {{ auth_basic off; client_max_body_size 0; return 200 "ok\\n"; }}
         location /prometheus/ {{
             rewrite ^/prometheus/(.*)$ /$1 break;
             proxy_pass http://$tb_prom;
@@ -238,7 +239,10 @@ http {{
 """
 
 
-def prometheus_yml(lay: Layout, *, push: int, tenant: str | None) -> str:
+def prometheus_yml(lay: Layout, knobs: dict[str, Any], *, push: int, tenant: str | None) -> str:
+    """Scrape config: the tenant's (or the shared) Pushgateway every 3 s, and the node exporters
+    listed in ``nodes.json`` every ``metrics.scrape_interval_s`` (how stale node metrics may be)."""
+    node_interval = int(knobs["metrics"]["scrape_interval_s"])
     relabel = ""
     if tenant:
         relabel = f"""
@@ -255,17 +259,26 @@ scrape_configs:
     static_configs:
       - targets: ["127.0.0.1:{push}"]{relabel}
   - job_name: node
+    scrape_interval: {node_interval}s
+    scrape_timeout: {min(node_interval, 10)}s
     file_sd_configs:
       - files: ["{lay.root}/prometheus/nodes.json"]
         refresh_interval: 3s
 """
 
 
-def node_targets(lay: Layout, nodes: dict[str, dict[str, Any]]) -> str:
+def node_targets(lay: Layout, nodes: dict[str, dict[str, Any]], *, scrape_all: bool = True) -> str:
+    """File-SD targets of the node-exporter job: every live node, or (``metrics.scrape_all_nodes``
+    off) only every other one in slot order (node2, node4, ...), as a provider whose scrape config
+    misses half its fleet. The exporters of the others still run; nothing scrapes them."""
+    live = sorted(
+        ((name, n) for name, n in nodes.items() if n["status"] in ("booting", "ready", "faulty")),
+        key=lambda kv: int(kv[1].get("slot", 0)),
+    )
+    if not scrape_all:
+        live = live[1::2]
     targets = [
-        {"targets": [f"{n['address']}:{NODE_EXPORTER_PORT}"], "labels": {"node": name}}
-        for name, n in sorted(nodes.items())
-        if n["status"] in ("booting", "ready", "faulty")
+        {"targets": [f"{n['address']}:{NODE_EXPORTER_PORT}"], "labels": {"node": name}} for name, n in live
     ]
     return json.dumps(targets)
 

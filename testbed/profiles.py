@@ -169,3 +169,11 @@ def _validate(knobs: dict[str, Any]) -> None:
         raise TestbedError("slurm.slurmd_timeout_s must be at least 3")
     if not 1 <= knobs["bmc"]["port"] <= 65535:
         raise TestbedError("bmc.port must be a TCP port")
+    if not re.fullmatch(r"([0-9]+(y|w|d|h|m|s|ms))+", str(knobs["metrics"]["retention"])):
+        raise TestbedError(
+            f"metrics.retention must be a Prometheus duration like 30d or 12h, got {knobs['metrics']['retention']!r}"
+        )
+    if not 1 <= knobs["metrics"]["scrape_interval_s"] <= 300:
+        raise TestbedError("metrics.scrape_interval_s must be between 1 and 300")
+    if knobs["logs"]["ingest_delay_s"] > 600:
+        raise TestbedError("logs.ingest_delay_s must be at most 600")

@@ -6,9 +6,11 @@ on the node, it starts a bounded load (a busy loop, and when ``settings.freshnes
 an HTTP endpoint inside the cluster, a rate-limited upload to it), and polls the tenant's metrics
 API until either signal has risen (``rise_cores``, default 0.6 of a core; ``rise_bytes_s``,
 default 500 kB/s). The network signal matters where nodes share CPUs (containers, namespaces): a
-busy host hides one more busy loop, but each node's interface counts its own bytes. The load runs
-under ``timeout`` and is killed by pid when seen. The time runs from the start of the load to the
-first answer that shows it.
+busy host hides one more busy loop (and its neighbours' work looks like ours), but each node's
+interface counts its own bytes, so with an upload sink and network counters only those are
+watched. The load runs under ``timeout`` and is killed by pid when seen. The time runs from the start of the load to the
+first answer that shows it. The rates are ``irate`` over a window that holds two scrapes even at a
+1-minute scrape interval, so a sparse scrape shows up as a late signal, not as no signal.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from probes.parsers.prometheus import parse_response, vector_samples
 from probes.transport import Command
 
 MY_ADDRESS = Command("hostname -I")
+# irate uses the last two samples inside the window, so the window only has to hold two scrapes:
+# wide enough for sparse scrapes (Prometheus' default interval is 1 m), no slower for dense ones.
+RATE_WINDOW = "3m"
 
 
 def start_load(seconds: int, sink: str | None) -> Command:
@@ -165,11 +170,11 @@ class MetricsFreshness(CatalogProbe, definition="metrics_freshness"):
         quoted = instance.replace("\\", "\\\\").replace('"', '\\"')
         signals = {
             "cpu_cores": (
-                f'sum(irate(node_cpu_seconds_total{{mode!="idle",instance="{quoted}"}}[15s]))',
+                f'sum(irate(node_cpu_seconds_total{{mode!="idle",instance="{quoted}"}}[{RATE_WINDOW}]))',
                 float(self.setting(ctx, "rise_cores") or 0.6),
             ),
             "tx_bytes_s": (
-                f'sum(irate(node_network_transmit_bytes_total{{device!="lo",instance="{quoted}"}}[15s]))',
+                f'sum(irate(node_network_transmit_bytes_total{{device!="lo",instance="{quoted}"}}[{RATE_WINDOW}]))',
                 float(self.setting(ctx, "rise_bytes_s") or 500_000),
             ),
         }
@@ -188,15 +193,20 @@ class MetricsFreshness(CatalogProbe, definition="metrics_freshness"):
         if "tx_bytes_s" not in baseline and cpu_room < signals["cpu_cores"][1] + 0.2:
             return [self._push_freshness(ctx, target, url, auth, node.host, baseline, cores)]
 
+        sink = ctx.settings.get("freshness_sink_url")
+        # With an upload and the node's own interface counters, only the network signal counts:
+        # CPUs shared with other tenants or containers rise and fall with their work, too, and
+        # such a rise would be taken for our load (a freshness far better than the real one).
+        watched = ["tx_bytes_s"] if sink and "tx_bytes_s" in baseline else list(signals)
+
         def risen() -> str | None:
             now = rates()
             return next(
-                (n for n, (_, rise) in signals.items() if n in now and now[n] >= baseline.get(n, 0.0) + rise),
+                (n for n in watched if n in now and now[n] >= baseline.get(n, 0.0) + signals[n][1]),
                 None,
             )
 
         timeout_s = float(self.setting(ctx, "visible_timeout_s"))
-        sink = ctx.settings.get("freshness_sink_url")
         start = time.monotonic()
         load = start_load(int(timeout_s) + 10, str(sink) if sink else None)
         started = run(ctx, node, load, tenant=label, timeout_s=10, what="start load")
@@ -211,6 +221,7 @@ class MetricsFreshness(CatalogProbe, definition="metrics_freshness"):
             "instance": instance,
             "queries": {n: q for n, (q, _) in signals.items()},
             "baseline": {n: round(v, 3) for n, v in baseline.items()},
+            "watched": watched,
             "seen_signal": seen,
             "method": "load",
         }

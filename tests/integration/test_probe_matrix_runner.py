@@ -72,7 +72,9 @@ def test_runner_stores_critical_isolation_findings_for_a_leaky_testbed():
     kernels = [f for (p, _), f in findings.items() if p == "kernel_pending_reboot"]
     assert len(kernels) == 3 and all(f.outcome == "fail" and f.critical for f in kernels)  # login + 2 nodes
     coverage = findings[("metrics_coverage", "cluster")]
-    assert coverage.outcome == "pass" and coverage.value == 1.0 and coverage.metric == "coverage_ratio"
+    # leaky scrapes only every other node (node2 of two), and that only every 60 s
+    assert coverage.outcome == "fail" and coverage.value <= 0.5 and coverage.metric == "coverage_ratio"
+    assert not coverage.critical
     assert findings[("gpu_inventory", "cluster")].outcome == "not_applicable"
     stored = repr([f.evidence for f in findings.values()])
     assert not any(t.http_password in stored for t in info.tenants)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import yaml
 
 from testbed import cli, configs, runtime
+from testbed.agent import received_at
 from testbed.errors import TestbedError
 from testbed.layout import Layout, name_validate
 from testbed.profiles import knob_differences, parse_set, profile_names, profile_resolve
@@ -25,6 +29,15 @@ def test_leaky_differs_from_exemplary_on_the_isolation_knobs() -> None:
     assert ex["homes"]["mode"] == "0700" and lk["homes"]["mode"] == "0755"
     assert ex["remediation"]["policy"] == "replace" and lk["remediation"]["policy"] == "never"
     assert lk["provisioning"]["delay_s"] > ex["provisioning"]["delay_s"]
+
+
+def test_leaky_monitoring_is_short_lived_stale_partial_and_lagging() -> None:
+    ex = profile_resolve(profile="exemplary")
+    lk = profile_resolve(profile="leaky")
+    assert (ex["metrics"]["retention"], lk["metrics"]["retention"]) == ("30d", "1d")
+    assert ex["metrics"]["scrape_interval_s"] < 5 < 60 <= lk["metrics"]["scrape_interval_s"]
+    assert ex["metrics"]["scrape_all_nodes"] and not lk["metrics"]["scrape_all_nodes"]
+    assert ex["logs"]["ingest_delay_s"] == 0 < 15 < lk["logs"]["ingest_delay_s"]
 
 
 def test_flaky_drops_nodes_and_detects_slowly() -> None:
@@ -79,6 +92,10 @@ def test_a_profile_file_can_extend_exemplary(tmp_path: Path) -> None:
         ("nodes.count=0", "nodes"),
         ("nodes.count=two", "expected a number"),
         ("faults.drop_rate_per_hour=-1", "negative"),
+        ("metrics.retention=forever", "Prometheus duration"),
+        ("metrics.retention=30", "Prometheus duration"),
+        ("metrics.scrape_interval_s=0", "scrape_interval_s"),
+        ("logs.ingest_delay_s=601", "ingest_delay_s"),
     ],
 )
 def test_bad_overrides_are_refused_with_a_clear_message(override: str, message: str) -> None:
@@ -110,6 +127,33 @@ def test_the_generated_slurm_conf_follows_the_knobs() -> None:
     assert "PrivateData=jobs,usage,users" in ex and "PrivateData" not in lk
     assert "HealthCheckProgram=" in ex and "HealthCheckProgram" not in lk
     assert "NodeName=node1 NodeAddr=10.200.7.11 " in ex
+
+
+def test_the_node_scrape_interval_is_the_knob_and_the_pushgateway_stays_fast() -> None:
+    lay = Layout("x", 7)
+    knobs = profile_resolve(profile="exemplary", overrides=parse_set(["metrics.scrape_interval_s=60"]))
+    conf = yaml.safe_load(configs.prometheus_yml(lay, knobs, push=19190, tenant=None))
+    jobs = {j["job_name"]: j for j in conf["scrape_configs"]}
+    assert conf["global"]["scrape_interval"] == "3s" and "scrape_interval" not in jobs["pushgateway"]
+    assert jobs["node"]["scrape_interval"] == "60s" and jobs["node"]["scrape_timeout"] == "10s"
+
+
+def test_without_scrape_all_nodes_every_other_live_node_is_left_out_of_the_targets() -> None:
+    lay = Layout("x", 7)
+    nodes = {
+        f"node{k}": {"address": lay.node_addr(k), "slot": k, "status": "ready"} for k in (1, 2, 3, 4, 10)
+    }
+    nodes["node3"]["status"] = "released"  # gone: never a target
+    names = [t["labels"]["node"] for t in json.loads(configs.node_targets(lay, nodes))]
+    assert names == ["node1", "node2", "node4", "node10"]  # slot order, not name order
+    half = [t["labels"]["node"] for t in json.loads(configs.node_targets(lay, nodes, scrape_all=False))]
+    assert half == ["node2", "node10"]
+
+
+def test_the_log_lag_reads_rsyslogs_receive_stamp() -> None:
+    line = "2026-11-30T11:50:46.123456+00:00 node1 x-tenant-a: hello"
+    assert received_at(line) == datetime(2026, 11, 30, 11, 50, 46, 123456, tzinfo=UTC).timestamp()
+    assert received_at("garbage without a stamp") > datetime(2026, 1, 1, tzinfo=UTC).timestamp()
 
 
 def test_a_missing_package_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,6 +14,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -211,7 +212,7 @@ def test_the_log_api_honours_a_forged_tenant_header_in_leaky(both: dict[str, Inf
     forged = {"X-Scope-OrgID": b.user}
     code, body = wait_for(
         lambda: (r := http_json(url, auth=(a.http_user, a.http_password), headers=forged))[1].get("lines") and r,
-        timeout=10, what="b's line through a forged header",
+        timeout=info.knobs["logs"]["ingest_delay_s"] + 10, what="b's line through a forged header",
     )  # fmt: skip
     assert code == 200 and text in body["lines"][0]
     code, body = http_json(url, auth=(a.http_user, a.http_password))
@@ -259,7 +260,8 @@ def test_metrics_of_one_tenant_stay_hidden_from_the_other_only_in_exemplary(both
         wait_for(lambda i=info, m=theirs: m in _series_names(i, "b"), timeout=20, what="b's own metric")
         visible = _series_names(info, "a")
         assert (theirs in visible) == (profile == "leaky")
-        assert "node_load1" in visible  # Prometheus scrapes the node exporters too
+        # Prometheus scrapes the node exporters too (leaky: every 60 s, so the first may still come)
+        wait_for(lambda i=info: "node_load1" in _series_names(i, "a"), timeout=70, what="node metrics")
         code, _ = http_request(f"{info.metrics_url}/api/v1/query?query=up")
         assert code == 401
 
@@ -293,6 +295,49 @@ def test_the_provider_api_requires_its_token(both: dict[str, Info]) -> None:
     assert code == 401
     code, body = api.provider_call(info.name, "GET", "/v1/nodes")
     assert code == 200 and {n["name"] for n in body["nodes"]} == set(info.nodes)
+
+
+# ----------------------------------------------------------------- monitoring knobs
+
+
+def _prom(info: Info, path: str) -> Any:
+    t = info.tenant("a")
+    code, body = http_json(f"{info.metrics_url}/api/v1/{path}", auth=(t.http_user, t.http_password))
+    assert code == 200, body
+    return body["data"]
+
+
+def test_prometheus_keeps_metrics_as_long_as_metrics_retention_says(both: dict[str, Info]) -> None:
+    for profile, info in both.items():
+        flags = _prom(info, "status/flags")
+        assert flags["storage.tsdb.retention.time"] == {"exemplary": "30d", "leaky": "1d"}[profile]
+
+
+def test_node_scrape_targets_follow_scrape_all_nodes_and_scrape_interval(both: dict[str, Info]) -> None:
+    for profile, info in both.items():
+        live = sorted((n for n in info.nodes.values() if n["status"] == "ready"), key=lambda n: n["address"])
+        want = live if profile == "exemplary" else live[1::2]
+
+        def targets(i: Info = info) -> list[dict[str, Any]]:
+            return [
+                t for t in _prom(i, "targets?state=active")["activeTargets"] if t["labels"]["job"] == "node"
+            ]
+
+        wait_for(lambda t=targets, w=want: len(t()) == len(w), timeout=10, what=f"{profile} node targets")
+        found = targets()
+        assert sorted(t["labels"]["instance"] for t in found) == [f"{n['address']}:9100" for n in want]
+        assert {t["scrapeInterval"] for t in found} == {"3s" if profile == "exemplary" else "1m"}
+
+
+def test_the_log_api_returns_a_line_only_after_logs_ingest_delay(both: dict[str, Info]) -> None:
+    info = both["leaky"]
+    b = info.tenant("b")
+    text = _log_line(info, "b")
+    filed = f"{info.log_dir}/{b.user}/messages.log"
+    wait_for(lambda: text in Path(filed).read_text(), timeout=10, what="the line in rsyslog's file")
+    code, body = http_json(f"{info.logs_url}/query?contains={text}", auth=(b.http_user, b.http_password))
+    assert code == 200 and body["lines"] == []  # received, not yet queryable (lag 20 s)
+    # that it becomes queryable after the lag: test_the_log_api_honours_a_forged_tenant_header_in_leaky
 
 
 # ----------------------------------------------------------------- faults and the operator
