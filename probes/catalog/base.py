@@ -331,6 +331,24 @@ class Probe(ABC):
         """Outcome of a measured value against the threshold table, for this cluster's facts."""
         return self.thresholds.evaluate(value, self.metric.direction, ctx.facts)
 
+    def timed(
+        self,
+        ctx: ProbeContext,
+        target: Target,
+        seconds: float,
+        *,
+        observed: bool,
+        evidence: Mapping[str, Any],
+        summary: str,
+    ) -> list[FindingDraft]:
+        """The finding of a bounded wait for an event: judged against the thresholds when the
+        event was seen after ``seconds``, a timeout (censored at the deadline, the outcome
+        table's worst value) when the wait ran out."""
+        if not observed:
+            return [self.finding(target, Outcome.TIMEOUT, value=seconds, evidence=evidence, summary=summary)]
+        outcome, ref = self.judge(ctx, seconds)
+        return [self.finding(target, outcome, value=seconds, evidence=evidence, threshold_ref=ref, summary=summary)]
+
     @classmethod
     def describe(cls) -> dict[str, Any]:
         """The probe's declaration as plain data (admin, API, docs)."""

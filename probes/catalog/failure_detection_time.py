@@ -22,7 +22,7 @@ from probes.catalog._support import (
     slurm_nodes,
     wait_for,
 )
-from probes.catalog.base import FindingDraft, Outcome, ProbeContext, Target
+from probes.catalog.base import FindingDraft, ProbeContext, Target
 from probes.parsers.slurm import node_state
 
 
@@ -54,24 +54,7 @@ class FailureDetectionTime(CatalogProbe, definition="failure_detection_time"):
         finally:
             fault_clear(ctx, victim)
         evidence = {"node": victim, "fault": kind, "states_seen": seen[:20]}
-        if state is None:
-            return [
-                self.finding(
-                    target,
-                    Outcome.TIMEOUT,
-                    value=seconds,
-                    evidence=evidence,
-                    summary=f"{kind} fault on {victim} not detected in {seconds} s",
-                )
-            ]
-        outcome, ref = self.judge(ctx, seconds)
-        return [
-            self.finding(
-                target,
-                outcome,
-                value=seconds,
-                evidence=evidence,
-                threshold_ref=ref,
-                summary=f"{kind} fault on {victim} detected after {seconds} s ({state})",
-            )
-        ]
+        return self.timed(
+            ctx, target, seconds, observed=state is not None, evidence=evidence,
+            summary=f"{kind} fault on {victim} detected after {seconds} s ({state})" if state is not None else f"{kind} fault on {victim} not detected in {seconds} s",
+        )

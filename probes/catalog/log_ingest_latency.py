@@ -62,24 +62,7 @@ class LogIngestLatency(CatalogProbe, definition="log_ingest_latency"):
         )
         seconds = round(time.monotonic() - start, 2)
         evidence = {"nonce": nonce, "node": node.host, "logger_cmd": sent.command, "last_status": last}
-        if not found:
-            return [
-                self.finding(
-                    target,
-                    Outcome.TIMEOUT,
-                    value=seconds,
-                    evidence=evidence,
-                    summary=f"canary line not queryable after {seconds} s",
-                )
-            ]
-        outcome, ref = self.judge(ctx, seconds)
-        return [
-            self.finding(
-                target,
-                outcome,
-                value=seconds,
-                evidence=evidence,
-                threshold_ref=ref,
-                summary=f"canary line queryable {seconds} s after logger",
-            )
-        ]
+        return self.timed(
+            ctx, target, seconds, observed=found, evidence=evidence,
+            summary=f"canary line queryable {seconds} s after logger" if found else f"canary line not queryable after {seconds} s",
+        )

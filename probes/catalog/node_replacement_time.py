@@ -21,7 +21,7 @@ from probes.catalog._support import (
     slurm_nodes,
     wait_for,
 )
-from probes.catalog.base import FindingDraft, Outcome, ProbeContext, Target
+from probes.catalog.base import FindingDraft, ProbeContext, Target
 
 
 @register
@@ -61,24 +61,7 @@ class NodeReplacementTime(CatalogProbe, definition="node_replacement_time"):
             "healthy_before": sorted(before),
             "healthy_seen": trail[:20],
         }
-        if back is None:
-            return [
-                self.finding(
-                    target,
-                    Outcome.TIMEOUT,
-                    value=seconds,
-                    evidence=evidence,
-                    summary=f"pool not whole {seconds} s after a {kind} fault on {victim}",
-                )
-            ]
-        outcome, ref = self.judge(ctx, seconds)
-        return [
-            self.finding(
-                target,
-                outcome,
-                value=seconds,
-                evidence=evidence,
-                threshold_ref=ref,
-                summary=f"{len(before)} healthy nodes again {seconds} s after a {kind} fault on {victim}",
-            )
-        ]
+        return self.timed(
+            ctx, target, seconds, observed=back is not None, evidence=evidence,
+            summary=f"{len(before)} healthy nodes again {seconds} s after a {kind} fault on {victim}" if back is not None else f"pool not whole {seconds} s after a {kind} fault on {victim}",
+        )

@@ -64,24 +64,7 @@ class TimeToFirstJob(CatalogProbe, definition="time_to_first_job"):
         finally:
             run(ctx, target.endpoint, Command("scancel {job}", job=job_id), timeout_s=15, what="scancel")
         evidence = {"job": job_id, "states": states, "submit_cmd": submitted.command}
-        if found is None:
-            return [
-                self.finding(
-                    target,
-                    Outcome.TIMEOUT,
-                    value=seconds,
-                    evidence=evidence,
-                    summary=f"job {job_id} was not running after {seconds} s",
-                )
-            ]
-        outcome, ref = self.judge(ctx, seconds)
-        return [
-            self.finding(
-                target,
-                outcome,
-                value=seconds,
-                evidence=evidence,
-                threshold_ref=ref,
-                summary=f"job {job_id} {found.lower()} {seconds} s after sbatch",
-            )
-        ]
+        return self.timed(
+            ctx, target, seconds, observed=found is not None, evidence=evidence,
+            summary=f"job {job_id} {found.lower()} {seconds} s after sbatch" if found is not None else f"job {job_id} was not running after {seconds} s",
+        )
