@@ -5,8 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 find_python() {
-  for candidate in "${PYTHON:-}" python3.13 python3.12 /root/.pyenv/versions/3.13*/bin/python3.13 \
-      /root/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12 python3; do
+  for candidate in "${PYTHON:-}" python3.12 /root/.pyenv/versions/3.12*/bin/python3.12 python3.13 \
+      /root/.pyenv/versions/3.13*/bin/python3.13 /usr/local/bin/python3.12 /usr/bin/python3.12 python3; do
     [ -n "$candidate" ] || continue
     local exe
     exe=$(command -v "$candidate" 2>/dev/null) || continue

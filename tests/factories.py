@@ -68,6 +68,7 @@ class ClusterFactory(factory.django.DjangoModelFactory):
 class CycleFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Cycle
+        skip_postgeneration_save = True  # the hook only sets the M2M peer set
 
     name = factory.Sequence(lambda n: f"Cycle {n}")
     slug = factory.Sequence(lambda n: f"cycle-{n}")
