@@ -9,33 +9,9 @@ cd "$(dirname "$0")/.."
 
 PKGS="openssh-server openssh-client"
 
-if [ "$(id -u)" -ne 0 ]; then
-    echo "install-bench.sh: must run as root (apt-get install)" >&2
-    exit 1
-fi
-
-missing=""
-for p in $PKGS; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-        missing="$missing $p"
-    fi
-done
-if [ -n "$missing" ]; then
-    echo "install-bench.sh: installing:$missing"
-    export DEBIAN_FRONTEND=noninteractive
-    # Keep the package scripts from starting the system sshd: tests start their own.
-    created_policy=0
-    if [ ! -e /usr/sbin/policy-rc.d ]; then
-        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
-        chmod 755 /usr/sbin/policy-rc.d
-        created_policy=1
-    fi
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends $missing
-    if [ "$created_policy" = 1 ]; then
-        rm -f /usr/sbin/policy-rc.d
-    fi
-fi
+. scripts/lib/apt.sh
+# shellcheck disable=SC2086
+apt_install_missing install-bench.sh $PKGS
 # sshd refuses to start without its privilege-separation directory.
 mkdir -p /run/sshd
 
