@@ -13,7 +13,9 @@ Pipeline (docs/domain.md "Scoring"; research/scoring.md section 6):
    - pass/fail probe: ``(k+1)/(n+2)`` with pass = 1, warn = 1/2 (met a lower bar: half a
      pass), fail = provider_error = timeout = 0, then normalised against the anchors;
    - outcomes: ``error`` is dropped (missing, our fault), ``provider_error`` is a fail,
-     ``timeout`` is censored at the worst anchor, ``not_applicable`` is excluded; a criterion
+     ``timeout`` is censored at the worst anchor, and so is a ``fail`` of a measured probe
+     that carries no value (measured bad, but no number: e.g. a node nobody scrapes),
+     ``not_applicable`` is excluded; a criterion
      whose only evidence is not_applicable leaves the coverage denominator too;
    - doc review: the reconciled score if there is one, else the reviewers' median, over 4;
    - customer feedback: ``(v*R + m*C)/(v+m)`` with R the provider's mean rating over v
@@ -302,7 +304,8 @@ def validate_input(inp: ScoringInput) -> None:
             raise ScoringInputError(f"unknown outcome {row.outcome!r}")
         if row.value is not None and not is_finite_number(row.value):
             raise ScoringInputError(f"probe value {row.value!r} for {row.provider}/{row.criterion} is not finite")
-        needs_value = not criterion.is_pass_rate and row.outcome in {Outcome.PASS, Outcome.FAIL, Outcome.WARN}
+        # A pass or warn must say what was measured; a valueless fail is censored at the worst anchor.
+        needs_value = not criterion.is_pass_rate and row.outcome in {Outcome.PASS, Outcome.WARN}
         if needs_value and row.value is None:
             raise ScoringInputError(f"measured criterion {row.criterion!r} got a {row.outcome} finding without a value")
         if needs_value and criterion.scale == Scale.LOG and row.value is not None and row.value < 0:
@@ -467,9 +470,12 @@ def _measured_streams(slot: int, c: CriterionSpec, cells: dict[str, list[ProbeOb
     """Median streams of one measured criterion for all providers at once (batched by count)."""
     by_count: dict[int, list[tuple[str, list[float]]]] = defaultdict(list)
     for provider, usable in cells.items():
-        # timeout and provider_error are censored at the worst anchor whatever value they carry
+        # timeout and provider_error are censored at the worst anchor whatever value they carry,
+        # and so is a fail that carries none
         raw = [
-            float(c.anchor_worst) if r.outcome in (Outcome.TIMEOUT, Outcome.PROVIDER_ERROR) else float(r.value)  # type: ignore[arg-type]
+            float(c.anchor_worst)
+            if r.outcome in (Outcome.TIMEOUT, Outcome.PROVIDER_ERROR) or r.value is None
+            else float(r.value)
             for r in usable
         ]
         by_count[len(raw)].append((provider, raw))

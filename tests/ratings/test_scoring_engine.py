@@ -123,6 +123,19 @@ def test_outcomes_follow_the_domain_table():
     assert crit(res, "a", "pf").score == pytest.approx(2 / 4)
 
 
+def test_a_measured_fail_without_a_value_is_censored_at_the_worst_anchor():
+    # e.g. metrics_freshness on a node nobody scrapes: measured bad, but there is no number
+    rows = [obs("a", "t", 20.0), obs("a", "t", None, Outcome.FAIL), review("a", "d", "r", 2)]
+    res = score_cycle(cycle(rubric([T, D], bootstrap_size=20), ["a"], rows))
+    assert crit(res, "a", "t").score == pytest.approx((80 / 90 + 0.0) / 2)
+
+
+def test_a_measured_pass_without_a_value_is_refused():
+    rows = [obs("a", "t", None, Outcome.PASS), review("a", "d", "r", 2)]
+    with pytest.raises(ScoringInputError, match="pass finding without a value"):
+        score_cycle(cycle(rubric([T, D], bootstrap_size=20), ["a"], rows))
+
+
 def test_not_applicable_leaves_the_denominator_and_error_stays_in_it():
     na = [obs("a", "t", 55.0), obs("a", "pf", None, Outcome.NOT_APPLICABLE), review("a", "d", "r", 4)]
     err = [obs("a", "t", 55.0), obs("a", "pf", None, Outcome.ERROR), review("a", "d", "r", 4)]
