@@ -1,25 +1,6 @@
-"""One world per test module: built once inside an outer transaction that is rolled back.
+"""The access matrix uses the reviews tests' world: one per test module, built once inside an
+outer transaction that is rolled back (see tests/reviews/conftest.py)."""
 
-Each test still runs in its own savepoint (pytest-django's django_db), so what a test
-writes is undone before the next; the world itself is undone when the module ends.
-"""
+from tests.reviews.conftest import _fast_password_hashing, world
 
-from __future__ import annotations
-
-from collections.abc import Iterator
-
-import pytest
-from django.db import transaction
-from django.test import override_settings
-
-from tests.reviews.world import World, world_build
-
-FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(scope="module")
-def world(django_db_setup: None, django_db_blocker: pytest.FixtureRequest) -> Iterator[World]:
-    with django_db_blocker.unblock(), override_settings(PASSWORD_HASHERS=FAST_HASHERS), transaction.atomic():  # type: ignore[attr-defined]
-        built = world_build()
-        yield built
-        transaction.set_rollback(True)
+__all__ = ["_fast_password_hashing", "world"]
