@@ -15,8 +15,22 @@ PAIR = Target(
 CLUSTER = Target(kind=Scope.CLUSTER, name="cluster", endpoint=LOGIN)
 
 
-def scheduler(private: bool, *, control_ok: bool = True):
+FAST_WAITS = {"control_wait_s": 0.3, "retry_wait_s": 0.3, "poll_s": 0.01}
+
+
+def scheduler(
+    private: bool,
+    *,
+    control_ok: bool = True,
+    accounting: str = "private",
+    dbd_down_calls: int = 0,
+    victim_lag_calls: int = 0,
+):
+    """A Slurm that answers as real 22.05 does. ``accounting``: private | leak | disabled | down
+    (slurmdbd unreachable); ``dbd_down_calls``: the first N sacct calls fail as with slurmdbd
+    stopped; ``victim_lag_calls``: the owner's first N sacct calls do not show the canary yet."""
     jobs: dict[str, tuple[str, str]] = {}
+    calls = {"sacct": 0, "victim_sacct": 0}
 
     def handler(user, host, cmd):
         if cmd.startswith("cd && sbatch"):
@@ -25,19 +39,37 @@ def scheduler(private: bool, *, control_ok: bool = True):
             return result("4242\n")
         if cmd.startswith("squeue"):
             lines = [
-                f"{jid}|{name}|{owner}|PENDING||JobHeldUser"
+                f"{jid}|{name}|{owner}|RUNNING|node1|None"
                 for jid, (name, owner) in jobs.items()
                 if (owner == user or not private) and control_ok
             ]
             return result("\n".join(lines) + "\n")
         if cmd.startswith("sacct"):
-            return result("Slurm accounting storage is disabled\n", exit_code=1)
+            calls["sacct"] += 1
+            if accounting == "disabled":
+                return result("Slurm accounting storage is disabled\n", exit_code=1)
+            if accounting == "down" or calls["sacct"] <= dbd_down_calls:
+                return result(
+                    "",
+                    exit_code=1,
+                    stderr="sacct: error: slurm_persist_conn_open_without_init: failed to open persistent "
+                    "connection to host:ctl:16819: Connection refused\n",
+                )
+            visible = []
+            for jid, (name, owner) in jobs.items():
+                if owner == user:
+                    calls["victim_sacct"] += 1
+                    if calls["victim_sacct"] <= victim_lag_calls:
+                        continue
+                if owner == user or accounting == "leak":
+                    visible.append(f"{jid}|{name}|{owner}|RUNNING")
+            return result("".join(v + "\n" for v in visible))
         if cmd.startswith("scontrol -o show jobs"):
             return result(
                 "".join(
-                    f"JobId={j} JobName={n} UserId={o}(1)\n"
+                    f"JobId={j} JobName={n} UserId={o}(1) JobState=RUNNING\n"
                     for j, (n, o) in jobs.items()
-                    if owner_visible(o, user, private)
+                    if owner_visible(o, user, private) and control_ok
                 )
             )
         if cmd.startswith("scancel"):
@@ -51,25 +83,69 @@ def owner_visible(owner: str, user: str, private: bool) -> bool:
     return owner == user or not private
 
 
-def test_scheduler_privacy_passes_when_privatedata_hides_the_canary():
+def privacy(cluster: FakeCluster):
+    (finding,) = probe_get("scheduler_privacy")().execute(cluster.context(settings=FAST_WAITS), PAIR)
+    return finding
+
+
+def test_scheduler_privacy_passes_only_when_every_path_was_checked_with_its_own_control():
     cluster = scheduler(private=True)
-    (finding,) = probe_get("scheduler_privacy")().execute(cluster.context(), PAIR)
+    finding = privacy(cluster)
     assert finding.outcome is Outcome.PASS and not finding.critical
-    assert finding.evidence["paths"]["sacct -a"].startswith("not available")
+    assert {p: v["status"] for p, v in finding.evidence["paths"].items()} == {
+        "squeue -a": "checked",
+        "scontrol show jobs": "checked",
+        "sacct -a": "checked",
+    }
     assert any(cmd.startswith("scancel 4242") for user, _, cmd in cluster.log if user == "user-b")
 
 
 def test_scheduler_privacy_is_a_critical_fail_with_the_path_when_the_canary_shows():
-    (finding,) = probe_get("scheduler_privacy")().execute(scheduler(private=False).context(), PAIR)
+    finding = privacy(scheduler(private=False))
     assert finding.outcome is Outcome.FAIL and finding.critical
     assert {h["path"] for h in finding.evidence["hits"]} == {"squeue -a", "scontrol show jobs"}
     assert all(finding.evidence["nonce"] in h["excerpt"] for h in finding.evidence["hits"])
 
 
+def test_scheduler_privacy_catches_an_accounting_leak_behind_private_squeue():
+    finding = privacy(scheduler(private=True, accounting="leak"))
+    assert finding.outcome is Outcome.FAIL and finding.critical
+    assert [h["path"] for h in finding.evidence["hits"]] == ["sacct -a"]
+
+
+def test_scheduler_privacy_with_slurmdbd_down_is_an_error_never_a_pass():
+    """The reported case: slurmdbd stopped during the probe used to turn a real sacct leak into a pass."""
+    finding = privacy(scheduler(private=True, accounting="down"))
+    assert finding.outcome is Outcome.ERROR, finding.summary
+    assert finding.evidence["paths"]["sacct -a"]["status"] == "unchecked"
+    assert "sacct -a" in finding.summary
+
+
+def test_scheduler_privacy_waits_out_a_short_slurmdbd_outage_and_still_catches_the_leak():
+    finding = privacy(scheduler(private=True, accounting="leak", dbd_down_calls=5))
+    assert finding.outcome is Outcome.FAIL and finding.critical
+    assert [h["path"] for h in finding.evidence["hits"]] == ["sacct -a"]
+
+
+def test_scheduler_privacy_waits_for_a_lagging_accounting_record_instead_of_skipping_it():
+    finding = privacy(scheduler(private=True, accounting="leak", victim_lag_calls=4))
+    assert finding.outcome is Outcome.FAIL and finding.critical
+
+
+def test_scheduler_privacy_whose_accounting_never_shows_the_owner_its_job_is_an_error():
+    finding = privacy(scheduler(private=True, victim_lag_calls=10_000))
+    assert finding.outcome is Outcome.ERROR
+    assert "positive control" in finding.evidence["paths"]["sacct -a"]["why"]
+
+
+def test_scheduler_privacy_counts_accounting_as_absent_only_when_slurm_says_it_is_disabled():
+    finding = privacy(scheduler(private=True, accounting="disabled"))
+    assert finding.outcome is Outcome.PASS
+    assert finding.evidence["paths"]["sacct -a"]["status"] == "absent"
+
+
 def test_scheduler_privacy_without_a_positive_control_is_an_error_never_a_pass():
-    (finding,) = probe_get("scheduler_privacy")().execute(
-        scheduler(private=True, control_ok=False).context(), PAIR
-    )
+    finding = privacy(scheduler(private=True, control_ok=False))
     assert finding.outcome is Outcome.ERROR and "positive control" in finding.summary
 
 
