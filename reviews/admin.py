@@ -15,8 +15,8 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html_join
-from simple_history.admin import SimpleHistoryAdmin
 
+from config.history_admin import GuardedHistoryAdmin
 from reviews import selectors, services
 from reviews.access import ALL_STAFF_READ, Role, user_role
 from reviews.models import (
@@ -53,7 +53,7 @@ def citations_parse(text: str) -> list[dict[str, str]]:
 
 
 @admin.register(ProviderMembership)
-class ProviderMembershipAdmin(SimpleHistoryAdmin):
+class ProviderMembershipAdmin(GuardedHistoryAdmin):
     list_display = ["user", "provider", "created_at"]
     list_filter = ["provider"]
     search_fields = ["user__username", "provider__name"]
@@ -63,7 +63,7 @@ class ProviderMembershipAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(ConflictOfInterest)
-class ConflictOfInterestAdmin(SimpleHistoryAdmin):
+class ConflictOfInterestAdmin(GuardedHistoryAdmin):
     list_display = ["reviewer", "provider", "declared_at", "note"]
     list_filter = ["provider"]
     search_fields = ["reviewer__username", "provider__name", "note"]
@@ -128,7 +128,7 @@ class ReviewSubmitForm(forms.ModelForm):
 
 
 @admin.register(ReviewAssignment)
-class ReviewAssignmentAdmin(SimpleHistoryAdmin):
+class ReviewAssignmentAdmin(GuardedHistoryAdmin):
     """Analysts assign; a reviewer sees "My assignments" and submits a blind score."""
 
     list_display = ["__str__", "criterion_title", "slot", "status", "reviewer_name", "submitted_at"]
@@ -238,7 +238,7 @@ class ReviewAssignmentAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(Reconciliation)
-class ReconciliationAdmin(SimpleHistoryAdmin):
+class ReconciliationAdmin(GuardedHistoryAdmin):
     list_display = ["cycle", "provider", "criterion", "value", "method", "reconciled_by", "created_at"]
     list_filter = ["cycle", "method"]
     search_fields = ["provider__name", "criterion__key"]
@@ -256,7 +256,7 @@ class ReconciliationAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(ScoreOverride)
-class ScoreOverrideAdmin(SimpleHistoryAdmin):
+class ScoreOverrideAdmin(GuardedHistoryAdmin):
     list_display = ["cycle", "provider", "criterion", "value", "status", "proposed_by", "decided_by", "created_at"]
     list_filter = ["status", "cycle"]
     search_fields = ["provider__name", "criterion__key", "justification"]
@@ -294,7 +294,7 @@ class ScoreOverrideAdmin(SimpleHistoryAdmin):
 
 
 @admin.register(RightOfReply)
-class RightOfReplyAdmin(SimpleHistoryAdmin):
+class RightOfReplyAdmin(GuardedHistoryAdmin):
     list_display = ["provider", "cycle", "fact_ref", "status", "user", "created_at"]
     list_filter = ["status", "cycle", "provider"]
     search_fields = ["provider__name", "fact_ref", "text"]
@@ -325,7 +325,7 @@ class InterviewNoteAddForm(forms.ModelForm):
 
 
 @admin.register(InterviewNote)
-class InterviewNoteAdmin(SimpleHistoryAdmin):
+class InterviewNoteAdmin(GuardedHistoryAdmin):
     list_display = ["provider", "cycle", "area_or_criterion", "rating", "interviewed_on", "interviewer"]
     list_filter = ["cycle", "provider"]
     search_fields = ["provider__name", "area_or_criterion", "notes"]
