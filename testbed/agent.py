@@ -500,6 +500,9 @@ class Agent:
             if not node or node["status"] not in ("booting", "ready", "faulty"):
                 raise TestbedError(f"no running node {name!r}")
             procs = {k: self.state["processes"].get(k) for k in node.get("pids", [])}
+        with self.lock:  # the API lists a node's injected faults until a "clear"
+            active = [] if kind == "clear" else [*node.get("faults", []), kind]
+            node["faults"] = list(dict.fromkeys(active))
         veth = self.lay.veth_node(node["slot"])
         if kind == "link_down":
             runtime.link_set(veth, False)
@@ -754,6 +757,7 @@ class ApiHandler(_Json):
                     "status": d["status"],
                     "slurm_state": d.get("slurm_state", ""),
                     "reported_faulty": d["reported_faulty"],
+                    "faults": list(d.get("faults", [])),  # injected through this API, not yet cleared
                     "ssh_port": 22,
                 }
                 for n, d in sorted(self.agent.state["nodes"].items(), key=lambda kv: kv[1]["slot"])

@@ -225,3 +225,47 @@ def test_bmc_scan_from_a_node_that_reaches_ipmi_is_a_critical_fail():
     assert "tcp 10.200.9.11 623" in finding.evidence["open"]
     scanned = finding.evidence["scanned"]
     assert all(a.startswith("10.200.9.") for a in scanned) and "10.200.9.254" in scanned
+
+
+def test_node_replacement_counts_a_new_node_that_replaces_the_victim():
+    from probes.catalog.node_replacement_time import PoolWatch
+
+    watch = PoolWatch("node2", needed=2, stable_s=10)
+    assert watch.observe(1, {"node1", "node2"}, ["unhealthy"]) is None
+    assert watch.observe(3, {"node1"}, ["unhealthy"]) is None
+    assert watch.observe(8, {"node1", "node3"}, ["gone"]) == 8
+
+
+def test_node_replacement_never_counts_a_victim_undrained_while_its_fault_is_still_there():
+    """The reported case: a loop that un-drains the faulty node without fixing it made the probe pass."""
+    from probes.catalog.node_replacement_time import PoolWatch
+
+    watch = PoolWatch("node2", needed=2, stable_s=10)
+    seen = [
+        watch.observe(t, {"node1", "node2"} if t % 4 else {"node1"}, ["unhealthy"]) for t in range(0, 120)
+    ]
+    assert seen == [None] * 120 and watch.went_bad
+
+
+def test_node_replacement_without_the_apis_fault_list_needs_the_victim_stable_before_counting_it():
+    from probes.catalog.node_replacement_time import PoolWatch
+
+    flapping = PoolWatch("node2", needed=2, stable_s=10)
+    assert all(
+        flapping.observe(t, {"node1", "node2"} if t % 4 else {"node1"}, None) is None for t in range(120)
+    )
+    never_left = PoolWatch("node2", needed=2, stable_s=10)
+    assert all(never_left.observe(t, {"node1", "node2"}, None) is None for t in range(60))
+    repaired = PoolWatch("node2", needed=2, stable_s=10)
+    assert repaired.observe(2, {"node1"}, None) is None
+    assert [repaired.observe(t, {"node1", "node2"}, None) for t in (5, 10, 15)] == [None, None, 5]
+
+
+def test_node_replacement_counts_a_repaired_victim_from_when_it_was_truly_back():
+    from probes.catalog.node_replacement_time import PoolWatch
+
+    watch = PoolWatch("node2", needed=2, stable_s=3)
+    assert watch.observe(1, {"node1"}, ["unhealthy"]) is None
+    assert watch.observe(4, {"node1", "node2"}, ["unhealthy"]) is None
+    assert watch.observe(6, {"node1", "node2"}, []) is None
+    assert watch.observe(9, {"node1", "node2"}, []) == 6
