@@ -8,7 +8,9 @@ The run lifecycle (see ``ProbeRun``):
 2. ``probe_run_execute`` (called by the thin task) first CLAIMS the run with one conditional
    UPDATE: pending -> running, or running-with-a-stale-heartbeat -> running (the previous worker
    died). Zero rows updated means someone else has it or it is finished: nothing is done, nothing
-   written. A duplicate delivery therefore never runs a probe twice.
+   written. A duplicate delivery therefore never runs a probe twice. A delivery that finds the
+   run held by a claimant that is dead (or on another host) retries once the heartbeat is stale,
+   so a killed pool process's run finishes without the sweeper (``_not_claimed``).
 3. Targets are measured with bounded fan-out (the cluster's politeness limit). Each target's
    findings are written in their own transaction, through ``finding_record`` (the one hand-off
    to ratings), so a run redelivered after a crash resumes with the targets not yet measured and
@@ -24,11 +26,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import os
+import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -428,6 +433,65 @@ class ExecuteResult:
     findings: int = 0
 
 
+def probe_worker_identity() -> str:
+    """``host:pid:start`` of the calling process: who holds a claim, and how to tell it is alive.
+
+    ``start`` is the process's start time (clock ticks after boot, from /proc; 0 where there is no
+    /proc), so that a pid the kernel has since given to another process is not taken for the
+    claimant.
+    """
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{_process_start(pid) or 0}"
+
+
+def _process_start(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])  # field 22, starttime
+
+
+def _claimant_alive(claimed_by: str) -> bool:
+    """True only when the claim was made by another process on this host that still runs.
+
+    A claim made on another host cannot be checked from here (nor one made by this very process:
+    with the prefork pool its earlier execution is over), so it counts as possibly dead.
+    """
+    host, _, rest = claimed_by.rsplit("/", 1)[0].partition(":")
+    pid_text, _, start_text = rest.partition(":")
+    if host != socket.gethostname() or not pid_text.isdigit() or int(pid_text) == os.getpid():
+        return False
+    pid = int(pid_text)
+    if start_text.isdigit() and int(start_text):
+        return _process_start(pid) == int(start_text)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _not_claimed(run_id: int) -> ExecuteResult:
+    """A delivery that could not claim its run: drop it, or come back once the claim is stale.
+
+    Finished, pending again (its holder sent its own retry) or held by a live process on this host:
+    the holder ends the run, so this delivery is dropped. Held by a process that is dead, or that
+    this host cannot see, with a heartbeat still fresh: that is the broker redelivering a killed
+    pool process's message at once, and dropping it would leave the run ``running`` for good
+    wherever no beat runs the sweeper. So it retries just after the heartbeat goes stale; the
+    claim then takes the run over (and resumes its unmeasured targets) or finds it finished.
+    """
+    run = ProbeRun.objects.filter(pk=run_id).only("status", "claimed_by", "heartbeat_at").first()
+    if run is None or run.status != ProbeRun.Status.RUNNING or _claimant_alive(run.claimed_by):
+        return ExecuteResult(status="not_claimed")
+    now = timezone.now()
+    stale_at = (run.heartbeat_at or now) + timedelta(seconds=settings.OPGRADE_PROBE_STALE_S)
+    return ExecuteResult(status="held", retry_in=round(max(1.0, (stale_at - now).total_seconds() + 1), 1))
+
+
 def probe_run_claim(*, run_id: int, worker: str) -> ProbeRun | None:
     """Atomically take a run: pending, or running under a dead worker (stale heartbeat).
 
@@ -573,7 +637,7 @@ def probe_run_execute(*, run_id: int, worker: str, pool_factory: PoolFactory = S
     """Claim and run one probe run to a terminal state (or back to pending for a retry)."""
     run = probe_run_claim(run_id=run_id, worker=worker)
     if run is None:
-        return ExecuteResult(status="not_claimed")
+        return _not_claimed(run_id)
     with _Heartbeat(run.pk, run.claimed_by):
         return _execute_claimed(run, pool_factory)
 

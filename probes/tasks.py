@@ -2,14 +2,14 @@
 
 State lives on ProbeRun rows, not in Celery results. ``acks_late`` + ``reject_on_worker_lost``
 make the broker redeliver a run whose worker died; the atomic claim in ``probe_run_execute`` makes
-that redelivery (or any duplicate) safe. Probe runs go to the ``probes`` queue.
+that redelivery (or any duplicate) safe; a redelivery that finds its run still held by a dead
+claimant comes back once the claim is stale instead of being dropped. Probe runs go to the
+``probes`` queue.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 )
 def probe_run_execute_task(self, run_id: int) -> None:  # type: ignore[no-untyped-def]
     try:
-        result = services.probe_run_execute(run_id=run_id, worker=f"{socket.gethostname()}:{os.getpid()}")
+        result = services.probe_run_execute(run_id=run_id, worker=services.probe_worker_identity())
     except SoftTimeLimitExceeded:
         services.probe_run_fail(
             run_id=run_id, code="time_limit", message="the run exceeded its soft time limit"

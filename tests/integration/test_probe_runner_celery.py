@@ -255,3 +255,40 @@ def test_an_unreachable_host_retries_with_backoff_then_ends_as_error_not_fail(
     assert done.status == ProbeRun.Status.ERROR and not done.flagged
     assert done.attempt == 2 and done.error_code == "host_unreachable"
     assert list(Finding.objects.filter(run=run).values_list("outcome", flat=True)) == ["error"]
+
+
+def _claimant_pid(run: ProbeRun) -> int:
+    """The pid of the pool process holding the run (claimed_by is ``host:pid[:start]/token``)."""
+    return int(run.claimed_by.rsplit("/", 1)[0].split(":")[1])
+
+
+def test_a_killed_pool_process_has_its_run_finished_exactly_once_without_beat_or_help(
+    start_worker: Callable[..., Worker],
+    sshd_factory: Callable[..., Sshd],  # noqa: F811
+    user_key: Path,  # noqa: F811
+) -> None:
+    # Only the pool child dies: the worker's main process requeues the message at once
+    # (reject_on_worker_lost), a fresh pool child gets it while the dead claim's heartbeat is
+    # still fresh, and no beat runs the sweeper. The redelivery must come back once the claim
+    # is stale rather than be dropped.
+    login, *nodes = [sshd_factory() for _ in range(4)]
+    cluster = make_cluster(login, nodes, user_key, max_concurrency=1)
+    worker = start_worker("poolkill")
+    (run,) = services.probe_runs_start(cluster=cluster, probe_ids=["test_slow_node"])
+    wait_for(
+        lambda: ProbeRun.objects.get(pk=run.pk).progress_done >= 1, timeout_s=60, what="the first target"
+    )
+    held = ProbeRun.objects.get(pk=run.pk)
+    pool_pid = _claimant_pid(held)
+    assert pool_pid != worker.process.pid
+    os.kill(pool_pid, signal.SIGKILL)
+
+    done = run_until_terminal(run, timeout_s=60)  # stale after 3 s; bounded well below that
+
+    findings = list(Finding.objects.filter(run=run))
+    assert worker.process.poll() is None  # the same worker finished it: no second worker, no beat
+    assert done.status == ProbeRun.Status.DONE, (done.error_code, done.error_message, worker.text()[-3000:])
+    assert done.attempt == 2 and (done.progress_done, done.progress_total) == (4, 4)
+    assert sorted(f.target for f in findings) == sorted(f"{s.host}:{s.port}" for s in [login, *nodes])
+    assert {f.outcome for f in findings} == {"pass"}
+    assert "WorkerLostError" in worker.text() and "not_claimed" not in worker.text()

@@ -303,3 +303,74 @@ def test_a_disruptive_probe_runs_only_where_the_cluster_opted_in(cluster) -> Non
     (again,) = services.probe_runs_start(cluster=cluster, probe_ids=["test_disruptive"])
     services.probe_run_execute(run_id=again.pk, worker="w1", pool_factory=fake.pool)
     assert Finding.objects.get(run=again).outcome == "pass"
+
+
+def _dead_pid() -> int:
+    import subprocess
+
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def _held_by(run: ProbeRun, claimant: str) -> None:
+    """The run as a claimant left it: running, heartbeat just now, claimed by ``claimant``."""
+    ProbeRun.objects.filter(pk=run.pk).update(
+        status=ProbeRun.Status.RUNNING,
+        attempt=1,
+        heartbeat_at=timezone.now(),
+        claimed_by=f"{claimant}/abc123",
+    )
+
+
+def test_a_redelivery_held_by_a_dead_process_on_this_host_retries_once_the_claim_is_stale(
+    cluster, settings
+) -> None:  # type: ignore[no-untyped-def]
+    import socket
+
+    settings.OPGRADE_PROBE_STALE_S = 30
+    run = start(cluster, "ssh_reachable")
+    _held_by(run, f"{socket.gethostname()}:{_dead_pid()}:0")
+    fake = FakeTransport(lambda ep, cmd: ok())
+    result = services.probe_run_execute(run_id=run.pk, worker="w2", pool_factory=fake.pool)
+    run.refresh_from_db()
+    assert result.status == "held" and 30 <= result.retry_in <= 31.5
+    assert run.status == ProbeRun.Status.RUNNING and run.attempt == 1 and not fake.log
+
+
+def test_a_redelivery_held_on_another_host_retries_once_the_claim_is_stale(cluster) -> None:  # type: ignore[no-untyped-def]
+    run = start(cluster, "ssh_reachable")
+    _held_by(run, "some-other-host:4242:99")
+    result = services.probe_run_execute(run_id=run.pk, worker="w2", pool_factory=FakeTransport(ok).pool)
+    assert result.status == "held" and result.retry_in is not None and result.retry_in >= 1
+
+
+def test_a_redelivery_held_by_a_live_process_on_this_host_is_dropped(cluster) -> None:  # type: ignore[no-untyped-def]
+    import socket
+    import subprocess
+
+    holder = subprocess.Popen(["sleep", "30"])
+    try:
+        run = start(cluster, "ssh_reachable")
+        _held_by(run, f"{socket.gethostname()}:{holder.pid}:{services._process_start(holder.pid)}")
+        result = services.probe_run_execute(run_id=run.pk, worker="w2", pool_factory=FakeTransport(ok).pool)
+        assert result.status == "not_claimed" and result.retry_in is None
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_reused_pid_does_not_pass_for_the_claimant(cluster) -> None:  # type: ignore[no-untyped-def]
+    import socket
+    import subprocess
+
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        run = start(cluster, "ssh_reachable")
+        start_ticks = services._process_start(other.pid)
+        _held_by(run, f"{socket.gethostname()}:{other.pid}:{start_ticks - 1}")  # same pid, older process
+        result = services.probe_run_execute(run_id=run.pk, worker="w2", pool_factory=FakeTransport(ok).pool)
+        assert result.status == "held"
+    finally:
+        other.kill()
+        other.wait()
