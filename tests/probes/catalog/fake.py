@@ -78,8 +78,10 @@ class FakeCluster:
             login=LOGIN,
             nodes=NODES,
             tenants=tenants,
-            facts={"scale": "testbed"},
-            capabilities={Requirement.SSH, Requirement.SLURM, Requirement.TWO_TENANTS},
-            pool_factory=self.pool,
-            **kwargs,
+            **{
+                "facts": {"scale": "testbed"},
+                "capabilities": {Requirement.SSH, Requirement.SLURM, Requirement.TWO_TENANTS},
+                "pool_factory": self.pool,
+                **kwargs,
+            },
         )

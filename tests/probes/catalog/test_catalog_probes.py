@@ -162,20 +162,77 @@ def test_kernel_pending_reboot_on_captured_listings():
     assert bad.outcome is Outcome.FAIL and bad.critical and "6.18.45-fc-v669" in bad.summary
 
 
-def test_health_check_configured_on_a_captured_config():
+def health_cluster(config: str, inspection: str) -> FakeCluster:
+    def handler(user, host, cmd):
+        if cmd == "scontrol show config":
+            return result(config)
+        if cmd.startswith("p="):
+            return result(inspection)
+        raise AssertionError(cmd)
+
+    return FakeCluster(handler)
+
+
+def health_check(program_capture: str, *, program: str = "/usr/sbin/nhc", gpus: int = 0):
+    config = captured("slurm/scontrol_show_config_private_hc.txt").replace(
+        "HealthCheckProgram      = /usr/sbin/nhc", f"HealthCheckProgram      = {program}"
+    )
+    cluster = health_cluster(config, captured(f"healthcheck/{program_capture}"))
+    ctx = cluster.context(facts={"scale": "testbed", "gpu_count": str(gpus)})
+    (finding,) = probe_get("health_check_configured")().execute(ctx, CLUSTER)
+    return finding
+
+
+def test_health_check_that_runs_bin_true_fails_though_slurm_calls_it_periodically():
+    finding = health_check("bin_true.txt", program="/bin/true")
+    assert finding.outcome is Outcome.FAIL and "checks nothing" in finding.summary
+    assert finding.evidence["verdict"]["kind"] == "trivial"
+
+
+def test_health_check_script_that_only_logs_fails():
+    assert health_check("noop_script.txt", program="/etc/slurm/noop.sh").outcome is Outcome.FAIL
+
+
+def test_health_check_script_that_checks_but_never_drains_fails():
+    finding = health_check("checks_without_drain.txt", program="/etc/slurm/checks_no_drain.sh")
+    assert finding.outcome is Outcome.FAIL and "never drains" in finding.summary
+
+
+def test_health_check_that_checks_the_fault_and_drains_the_node_passes():
+    finding = health_check("testbed_healthcheck.txt", program="/etc/slurm/healthcheck.sh")
+    assert finding.outcome is Outcome.PASS, finding.summary
+    assert finding.evidence["verdict"]["kind"] == "drains"
+
+
+def test_health_check_that_drains_but_checks_no_gpu_is_a_warn_on_a_gpu_cluster():
+    finding = health_check("testbed_healthcheck.txt", program="/etc/slurm/healthcheck.sh", gpus=8)
+    assert finding.outcome is Outcome.WARN and "checks no GPU" in finding.summary
+
+
+def test_health_check_configured_but_not_installed_fails_and_unreadable_is_only_a_warn():
+    assert health_check("missing.txt").outcome is Outcome.FAIL
+    assert health_check("unreadable.txt", program="/etc/slurm/secret.sh").outcome is Outcome.WARN
+
+
+def test_health_check_missing_or_unreadable_config_fails_or_errs():
     config = captured("slurm/scontrol_show_config_private_hc.txt")
     probe = probe_get("health_check_configured")()
-    assert (
-        probe.execute(FakeCluster(lambda u, h, c: result(config)).context(), CLUSTER)[0].outcome
-        is Outcome.PASS
-    )
     without = config.replace("HealthCheckProgram      = /usr/sbin/nhc", "HealthCheckProgram      = (null)")
-    assert (
-        probe.execute(FakeCluster(lambda u, h, c: result(without)).context(), CLUSTER)[0].outcome
-        is Outcome.FAIL
-    )
+    assert probe.execute(health_cluster(without, "").context(), CLUSTER)[0].outcome is Outcome.FAIL
     garbage = FakeCluster(lambda u, h, c: result("", exit_code=127, stderr="scontrol: command not found"))
     assert probe.execute(garbage.context(), CLUSTER)[0].outcome is Outcome.ERROR
+
+
+def test_health_check_classifier_recognises_nhc_and_dcgm_by_what_the_script_runs():
+    from probes.parsers.healthcheck import classify_health_check
+
+    def script(body: str) -> str:
+        return f"==resolved==\n/etc/slurm/hc.sh\n==stat==\n755|root|99|regular file\n==head==\n{body}"
+
+    assert classify_health_check(script("#!/bin/sh\nexec /usr/sbin/nhc -t 60\n")).kind == "nhc"
+    assert classify_health_check(script("#!/bin/sh\ndcgmi diag -r 1 || scontrol update\n")).kind == "dcgm"
+    assert classify_health_check(script("#!/bin/sh\n# nhc would go here\nexit 0\n")).kind == "trivial"
+    assert classify_health_check(script("#!/bin/sh\n")).protects is False
 
 
 def home_cluster(mode: str):
