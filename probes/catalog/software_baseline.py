@@ -1,9 +1,10 @@
-"""software_baseline: are the kernel, NVIDIA driver, CUDA, NCCL and Slurm at least the minimums?
+"""software_baseline: are the kernel, NVIDIA driver, CUDA, NCCL, Slurm and the GPU tools at least the minimums?
 
 One fixed script per node prints each component's version (what is not installed prints
-nothing); the floors are data (probes/thresholds/min_versions.yaml). Any observed component
-below its floor fails the node; components that are absent (no GPU stack on a CPU node) are
-listed and do not fail it.
+nothing); the floors are data (probes/thresholds/min_versions.yaml: the NVIDIA driver, CUDA
+toolkit, DCGM and Container Toolkit floors are ClusterMAX's published ones). Any observed
+component below its floor fails the node; components that are absent (no GPU stack on a CPU
+node) are listed and do not fail it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from probes.parsers.kernel import split_sections
 from probes.parsers.slurm import parse_slurm_version
 from probes.parsers.versions import (
     check_versions,
+    parse_container_toolkit_version,
+    parse_cuda_toolkit_version,
+    parse_dcgmi_version,
     parse_kernel_release,
     parse_nccl_version,
     parse_nvidia_smi_header,
@@ -30,6 +34,9 @@ VERSIONS_SCRIPT = Command(
     "echo ==slurm==; (sinfo --version || slurmd -V) 2>/dev/null; "
     "echo ==smi==; command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi 2>/dev/null | head -n 5; "
     "echo ==nccl==; dpkg-query -W libnccl2 2>/dev/null; ldconfig -p 2>/dev/null | grep -o 'libnccl\\.so\\.[0-9.]*' | head -n 1; "
+    "echo ==cudatk==; (nvcc --version || /usr/local/cuda/bin/nvcc --version || head -c 4000 /usr/local/cuda/version.json) 2>/dev/null; "
+    "echo ==ctk==; nvidia-ctk --version 2>/dev/null | head -n 1; "
+    "echo ==dcgm==; dcgmi --version 2>/dev/null | head -n 3; "
     "true"
 )
 
@@ -44,6 +51,9 @@ def observed_versions(text: str) -> dict[str, str | None]:
     smi = "\n".join(sections.get("smi", []))
     driver, cuda = parse_nvidia_smi_header(smi) if "NVIDIA-SMI" in smi else (None, None)
     out.update(nvidia_driver=driver, cuda=cuda, nccl=parse_nccl_version("\n".join(sections.get("nccl", []))))
+    out["cuda_toolkit"] = parse_cuda_toolkit_version("\n".join(sections.get("cudatk", [])))
+    out["nvidia_container_toolkit"] = parse_container_toolkit_version("\n".join(sections.get("ctk", [])))
+    out["dcgm"] = parse_dcgmi_version("\n".join(sections.get("dcgm", [])))
     return out
 
 

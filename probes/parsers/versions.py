@@ -42,6 +42,9 @@ class MinimumSpec:
     minimum: str
     branches: Mapping[str, str] | None = None
     source: str = ""
+    choice: str = (
+        ""  # "opgrade": Opgrade's own bar (no outside source), shown as such on the methodology page
+    )
 
     def floor_for(self, observed: str) -> str:
         if self.branches:
@@ -121,3 +124,29 @@ def parse_dpkg_versions(text: str) -> dict[str, str]:
             if package.strip() and version.strip():
                 out[package.strip()] = version.strip()
     return out
+
+
+_NVCC = re.compile(r"release (?P<short>\d+\.\d+), V(?P<v>\d+\.\d+(?:\.\d+)?)")
+_CUDA_JSON = re.compile(r'"cuda"\s*:\s*\{[^}]*"version"\s*:\s*"(?P<v>\d+\.\d+(?:\.\d+)?)"', re.DOTALL)
+
+
+def parse_cuda_toolkit_version(text: str) -> str | None:
+    """The CUDA toolkit's version from ``nvcc --version`` or ``/usr/local/cuda/version.json``; None if absent."""
+    match = _NVCC.search(text) or _CUDA_JSON.search(text)
+    return match["v"] if match else None
+
+
+_CTK = re.compile(r"NVIDIA Container Toolkit CLI version (?P<v>\d+\.\d+\.\d+)")
+_DCGMI = re.compile(r"^\s*(?:dcgmi\s+)?version\s*:\s*(?P<v>\d+\.\d+\.\d+)", re.MULTILINE | re.IGNORECASE)
+
+
+def parse_container_toolkit_version(text: str) -> str | None:
+    """``nvidia-ctk --version`` -> ``1.17.4``; None if absent."""
+    match = _CTK.search(text)
+    return match["v"] if match else None
+
+
+def parse_dcgmi_version(text: str) -> str | None:
+    """``dcgmi --version`` (``version: 3.3.5``) -> ``3.3.5``; None if absent."""
+    match = _DCGMI.search(text)
+    return match["v"] if match else None

@@ -68,6 +68,7 @@ def min_versions() -> dict[str, MinimumSpec]:
             minimum=str(spec["minimum"]),
             branches={str(k): str(v) for k, v in (spec.get("branches") or {}).items()} or None,
             source=str(spec.get("source", "")),
+            choice=str(spec.get("choice", "")),
         )
         for name, spec in data.items()
     }

@@ -72,10 +72,56 @@ def test_disruptive_probes_are_the_fault_injecting_ones():
 
 def test_min_versions_table_is_data_and_self_consistent():
     table = min_versions()
-    assert set(table) == {"kernel", "nvidia_driver", "cuda", "nccl", "slurm"}
+    assert {"kernel", "nvidia_driver", "cuda", "cuda_toolkit", "nccl", "slurm"} <= set(table)
     for branch, floor in table["nvidia_driver"].branches.items():
         assert floor.startswith(branch + ".")
     assert version_at_least("22.05.8", table["slurm"].minimum)
+
+
+def test_every_floor_names_a_public_source_or_says_it_is_opgrades_own_choice():
+    for name, spec in min_versions().items():
+        assert "https://" in spec.source, f"{name}: no public source"
+        assert spec.choice in ("", "opgrade")
+        if spec.choice:
+            assert spec.source.startswith("Opgrade's own choice"), name
+
+
+def test_clustermax_floors_are_the_ones_the_clustermax_wheel_ships():
+    """Not our notes: the floors ClusterMAX publishes come from minimum-versions.json in the wheel
+    (CI fetches it with scripts/fetch-cmax-wheels.sh)."""
+    from probes.thresholds.cmax_floors import floors_from_cmax, newest_wheel, provenance_of, wheel_table
+
+    wheel = newest_wheel()
+    assert wheel is not None, "no clustermax wheel in var/wheels/cmax: run scripts/fetch-cmax-wheels.sh"
+    doc, sha = wheel_table(wheel)
+    expected = floors_from_cmax(doc, provenance=provenance_of(wheel, doc, sha))
+    assert set(expected) == {"nvidia_driver", "cuda_toolkit", "dcgm", "nvidia_container_toolkit"}
+    table = min_versions()
+    for name, entry in expected.items():
+        assert table[name].minimum == entry["minimum"], name
+        assert dict(table[name].branches or {}) == entry.get("branches", {}), name
+        assert table[name].source == entry["source"], name
+        assert sha[:16] in table[name].source
+
+
+def test_catalog_thresholds_name_a_public_source_or_opgrades_own_choice():
+    for probe_id, spec in definitions().items():
+        for metric, rows in (spec.get("thresholds") or {}).items():
+            for row in rows:
+                ref = str(row.get("reference", ""))
+                assert "https://" in ref or ref.startswith("Opgrade's own choice"), (probe_id, metric, row)
+
+
+def test_software_baseline_reads_the_cuda_toolkit_and_holds_it_to_clustermaxs_floor():
+    from probes.catalog.software_baseline import observed_versions
+    from probes.parsers.versions import check_versions
+    from tests.probes.catalog.captured import captured
+
+    text = "==uname==\n6.1.0-26-amd64\n==slurm==\nslurm-wlm 22.05.8\n==smi==\n==nccl==\n==cudatk==\n"
+    observed = observed_versions(text + captured("versions/nvcc_13.0.txt") + "==ctk==\n==dcgm==\n")
+    assert observed["cuda_toolkit"] == "13.0.88"
+    (toolkit,) = [v for v in check_versions(observed, min_versions()) if v.component == "cuda_toolkit"]
+    assert toolkit.ok is False and toolkit.minimum == "13.1"
 
 
 def test_the_bmc_scan_quotes_every_value_and_refuses_anything_but_addresses():
