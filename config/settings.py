@@ -113,6 +113,16 @@ TEMPLATES = [
 # --- data --------------------------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL") or "sqlite:///var/opgrade.sqlite3"
 DATABASES = {"default": database_from_url("DATABASE_URL", DATABASE_URL, base_dir=BASE_DIR)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Web processes and threads, the worker and beat all write to one file. WAL lets readers run
+    # beside the writer; IMMEDIATE takes the write lock when a transaction begins (a deferred one
+    # that read first cannot wait for it and fails at once with "database is locked"); the
+    # timeout is how long a writer waits for the lock.
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": env_int("OPGRADE_SQLITE_TIMEOUT_S", 20, minimum=1),
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = redis_url("REDIS_URL", "redis://127.0.0.1:6379/0")
