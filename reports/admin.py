@@ -13,9 +13,9 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -156,8 +156,17 @@ class ReportAdmin(admin.ModelAdmin):
     def _done(self, request: HttpRequest, report: Report) -> HttpResponse:
         return HttpResponseRedirect(reverse("admin:reports_report_change", args=[report.pk]))
 
+    def _report_for_action(self, request: HttpRequest, pk: int) -> Report:
+        """The report a correct/withdraw page acts on: through the admin's queryset, publishers only."""
+        report = self.get_object(request, str(pk))
+        if report is None:
+            raise Http404("No such report.")
+        if not (self.has_view_permission(request, report) and can_publish(request.user)):
+            raise PermissionDenied
+        return report
+
     def correct_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        report = get_object_or_404(Report, pk=pk)
+        report = self._report_for_action(request, pk)
         form = CorrectionForm(request.POST or None, report=report)
         if request.method == "POST" and form.is_valid():
             try:
@@ -171,7 +180,7 @@ class ReportAdmin(admin.ModelAdmin):
         return self._form_page(request, report, form, f"Correct report #{report.pk}")
 
     def withdraw_view(self, request: HttpRequest, pk: int) -> HttpResponse:
-        report = get_object_or_404(Report, pk=pk)
+        report = self._report_for_action(request, pk)
         form = NoticeForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
             try:
