@@ -150,12 +150,29 @@ STORAGES = {
     },
 }
 
+# Every process logs to stderr (the terminal, or journald under systemd). OPGRADE_LOG_FILE adds
+# a file (relative paths are under the project; `make demo` gives the web server
+# var/log/demo-web.log, beside the worker's). WatchedFileHandler reopens the file after
+# logrotate moves it, and several processes may append to one file.
+OPGRADE_LOG_FILE = env_str("OPGRADE_LOG_FILE") or ""
+_LOG_HANDLERS: dict[str, dict[str, str]] = {
+    "console": {"class": "logging.StreamHandler", "formatter": "plain"}
+}
+if OPGRADE_LOG_FILE:
+    _log_path = Path(OPGRADE_LOG_FILE)
+    _log_path = _log_path if _log_path.is_absolute() else BASE_DIR / _log_path
+    _log_path.parent.mkdir(parents=True, exist_ok=True)
+    _LOG_HANDLERS["file"] = {
+        "class": "logging.handlers.WatchedFileHandler",
+        "filename": str(_log_path),
+        "formatter": "plain",
+    }
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": env_str("OPGRADE_LOG_LEVEL") or "INFO"},
+    "handlers": _LOG_HANDLERS,
+    "root": {"handlers": list(_LOG_HANDLERS), "level": env_str("OPGRADE_LOG_LEVEL") or "INFO"},
     "loggers": {"paramiko": {"level": "WARNING"}},
 }
 

@@ -5,10 +5,14 @@
 #   1. Python packages (.venv), PostgreSQL/Redis answering, the testbed's system packages,
 #      the clustermax wheels for the audit probe
 #   2. migrate + collectstatic (SQLite at var/opgrade.sqlite3 unless DATABASE_URL says otherwise)
-#   3. a Celery worker in the background on both queues (stopped by pid when this script exits)
+#   3. a Celery worker in the background on both queues, and Celery beat beside it (schedules and
+#      the stuck-run sweeper); both stopped by pid when this script exits
 #   4. manage.py demo_cycle: rubric, three testbeds as three providers, the whole probe catalog on
 #      the worker, doc reviews, customer feedback, scores, the published report, demo users
 #   5. the web server in the foreground (gunicorn on 127.0.0.1:8000) until Ctrl-C
+#
+# Logs, all under var/log/: demo-worker.log, demo-beat.log, demo-web.log (the web process's
+# Django log, errors with their tracebacks, and gunicorn's own), demo-access.log, demo-cycle.log.
 #
 # The testbeds stay up after the server stops; `make demo-down` removes them.
 # Needs root (the testbed creates network namespaces and users). Idempotent: run it again.
@@ -47,8 +51,14 @@ worker_log=var/log/demo-worker.log
   --without-gossip --without-mingle -l info > "$worker_log" 2>&1 &
 worker_pid=$!
 server_pid=""
+beat_pid=""
 cleanup() {
   [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
+  if [ -n "$beat_pid" ] && kill -0 "$beat_pid" 2>/dev/null; then
+    echo "== stopping Celery beat (pid $beat_pid)"
+    kill "$beat_pid" 2>/dev/null || true
+    wait "$beat_pid" 2>/dev/null || true
+  fi
   if kill -0 "$worker_pid" 2>/dev/null; then
     echo "== stopping the Celery worker (pid $worker_pid)"
     kill "$worker_pid" 2>/dev/null || true
@@ -65,13 +75,23 @@ done
 grep -q " ready\." "$worker_log" || echo "warning: the Celery worker is not ready after 90 s (see $worker_log)" >&2
 echo "   worker pid $worker_pid, log $worker_log"
 
+# Beat fires the probe schedules and, every minute, the sweeper that re-sends runs whose worker
+# died (probes.probe_run_sweep); the schedules live in the database (django-celery-beat).
+step "Celery beat (schedules, stuck-run sweeper)"
+beat_log=var/log/demo-beat.log
+: > "$beat_log"
+.venv/bin/celery -A config beat -l info > "$beat_log" 2>&1 &
+beat_pid=$!
+echo "   beat pid $beat_pid, log $beat_log"
+
 step "demo cycle"
 $py manage.py demo_cycle | tee var/log/demo-cycle.log
 report_url=$(sed -n 's/^REPORT_URL=//p' var/log/demo-cycle.log | tail -n 1)
 
 step "web server on http://127.0.0.1:8000 (Ctrl-C stops it and the worker)"
-.venv/bin/gunicorn config.wsgi:application --bind 127.0.0.1:8000 --workers 2 --timeout 120 \
-  --access-logfile var/log/demo-access.log &
+OPGRADE_LOG_FILE=var/log/demo-web.log .venv/bin/gunicorn config.wsgi:application \
+  --bind 127.0.0.1:8000 --workers 2 --timeout 120 \
+  --access-logfile var/log/demo-access.log --error-logfile var/log/demo-web.log &
 server_pid=$!
 for _ in $(seq 1 30); do
   $py -c "import urllib.request as u; u.urlopen('http://127.0.0.1:8000/healthz', timeout=2)" 2>/dev/null && break
@@ -84,6 +104,7 @@ cat <<EOF
   Admin:            http://127.0.0.1:8000/admin/      (admin; one-time password above)
   API docs:         http://127.0.0.1:8000/api/docs/   (signed in)
   Provider portal:  http://127.0.0.1:8000/portal/     (aurora-provider)
+  Logs:             var/log/ (demo-web.log, demo-worker.log, demo-beat.log, demo-access.log)
 
   The testbeds keep running: \`make demo-down\` (or .venv/bin/python -m testbed down NAME) removes them.
 EOF
