@@ -77,6 +77,8 @@ class Agent:
             [kernel_newer(release)] if self.knobs["kernel"]["pending_reboot"] else []
         )
         self.ticket_seq = 0
+        # fs.private_tmp (a state written before the knob existed reads as the old shared /tmp)
+        self.private_tmp = bool(self.knobs.get("fs", {}).get("private_tmp", False))
 
     # ------------------------------------------------------------ bookkeeping
 
@@ -216,7 +218,13 @@ class Agent:
             runtime.wrap_in_node(
                 netns=ctl,
                 hostname="ctl",
-                argv=["nginx", "-c", f"{root}/nginx/nginx.conf", "-e", f"{root}/logs/nginx-error.log"],
+                argv=[
+                    "nginx",
+                    "-c",
+                    f"{root}/nginx/nginx.conf",
+                    "-e",
+                    f"{configs.nginx_log_dir(lay, self.knobs)}/nginx-error.log",
+                ],
             ),
         )
         self.spawn(
@@ -225,6 +233,7 @@ class Agent:
                 netns=lay.netns_login,
                 hostname="login",
                 boot_kernels=self.boot_kernels,
+                **self.sshd_mounts(),
                 argv=[
                     "/usr/sbin/sshd",
                     "-D",
@@ -328,6 +337,20 @@ class Agent:
             self.event("node_requested", node=name, reason=reason)
         return names
 
+    def sshd_mounts(self) -> dict[str, Any]:
+        """With ``fs.private_tmp``: the node's own temp dirs, and the testbed's PAM stack
+        (pam_namespace: one instance per user) over the host's, in the sshd's namespace only."""
+        if not self.private_tmp:
+            return {}
+        ssh = self.lay.root / "ssh"
+        return {
+            "private_tmp": "user",
+            "binds": [
+                (str(ssh / "pam-sshd"), "/etc/pam.d/sshd"),
+                (str(ssh / "namespace.conf"), "/etc/security/namespace.conf"),
+            ],
+        }
+
     def node_boot(self, name: str) -> None:
         """Create the namespace of ``name`` and start its sshd, slurmd and node exporter."""
         lay = self.lay
@@ -361,6 +384,7 @@ class Agent:
             "hostname": name,
             "tmpfs": [f"{root}/noderun"],
             "boot_kernels": self.boot_kernels,
+            "private_tmp": "job" if self.private_tmp else "",
         }
         with self.lock:
             node.update(netns=netns, veth=veth, status="booting", booted_at=time.time())
@@ -368,7 +392,7 @@ class Agent:
         self.spawn(
             f"{name}-sshd",
             runtime.wrap_in_node(
-                **wrap,
+                **{**wrap, **self.sshd_mounts()},
                 argv=[
                     "/usr/sbin/sshd",
                     "-D",
@@ -533,6 +557,7 @@ class Agent:
                         hostname=name,
                         tmpfs=[f"{self.lay.root}/noderun"],
                         boot_kernels=self.boot_kernels,
+                        private_tmp="job" if self.private_tmp else "",
                         argv=["slurmd", "-D", "-f", str(self.lay.slurm_conf), "-N", name],
                     ),
                 )

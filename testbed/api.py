@@ -186,6 +186,7 @@ def _prepare(lay: Layout, knobs: dict[str, Any]) -> None:
         ("slurm", 0o755),
         ("slurm/ctld", 0o700),
         ("slurm/spool", 0o755),
+        ("slurm/jobtmp", 0o700),  # job_container/tmpfs BasePath (fs.private_tmp): per-job /tmp
         ("run", 0o755),
         ("run/nginx", 0o755),
         ("run/rsyslog", 0o700),
@@ -193,7 +194,7 @@ def _prepare(lay: Layout, knobs: dict[str, Any]) -> None:
         ("bin", 0o755),
         ("ssh", 0o700),
         ("nginx", 0o750),
-        ("prometheus", 0o755),
+        ("prometheus", 0o700),  # each tenant's TSDB (series, labels, pushed values) is root's
         ("rsyslog", 0o755),
         ("faults", 0o755),
         ("munge-etc", 0o700),
@@ -273,7 +274,14 @@ def _prepare(lay: Layout, knobs: dict[str, Any]) -> None:
             str(root / "ssh" / "host_login"),
         ]
     )
-    (root / "ssh" / "sshd_config").write_text(configs.sshd_config(lay, [t["user"] for t in tenants]))
+    private_tmp = knobs["fs"]["private_tmp"]
+    (root / "ssh" / "sshd_config").write_text(
+        configs.sshd_config(lay, [t["user"] for t in tenants], pam=private_tmp)
+    )
+    if private_tmp:
+        (root / "ssh" / "pam-sshd").write_text(configs.pam_sshd())
+        (root / "ssh" / "namespace.conf").write_text(configs.pam_namespace_conf())
+        (lay.slurm_conf.parent / "job_container.conf").write_text(configs.job_container_conf(lay))
     lay.slurm_conf.write_text(configs.slurm_conf(lay, knobs))
     if knobs["slurm"]["accounting"]:
         dbd = lay.slurm_conf.parent / "slurmdbd.conf"  # found next to SLURM_CONF

@@ -68,6 +68,9 @@ def slurm_conf(lay: Layout, knobs: dict[str, Any]) -> str:
         f"JobCompLoc={root}/slurm/jobcomp/jobcomp.txt",
         "JobAcctGatherType=jobacct_gather/none",
     ]
+    if knobs.get("fs", {}).get("private_tmp"):
+        # per-job /tmp and /dev/shm (job_container.conf next to slurm.conf), as sites do
+        lines += ["JobContainerType=job_container/tmpfs", "PrologFlags=Contain"]
     if s["accounting"]:
         lines += [
             "AccountingStorageType=accounting_storage/slurmdbd",
@@ -139,11 +142,13 @@ exit 0
 """
 
 
-def sshd_config(lay: Layout, users: list[str]) -> str:
+def sshd_config(lay: Layout, users: list[str], *, pam: bool = False) -> str:
+    """``pam``: sessions go through the testbed's own PAM stack (:func:`pam_sshd`), whose
+    pam_namespace gives each user a private /tmp, /var/tmp and /dev/shm (``fs.private_tmp``)."""
     return f"""# sshd_config shared by the login and compute nodes of testbed {lay.name} (generated)
 Port 22
 PidFile none
-UsePAM no
+UsePAM {"yes" if pam else "no"}
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 PubkeyAuthentication yes
@@ -158,6 +163,38 @@ MaxStartups 50:30:100
 LogLevel ERROR
 Subsystem sftp internal-sftp
 """
+
+
+def pam_sshd() -> str:
+    """The PAM stack of the testbed's sshd (bind-mounted over /etc/pam.d/sshd inside the node's
+    mount namespace only): keys are checked by sshd itself, sessions get per-user temp dirs."""
+    return """# PAM for the testbed's sshd (generated; fs.private_tmp): authentication is sshd's
+# public-key check, the session gets per-user polyinstantiated /tmp, /var/tmp and /dev/shm
+auth     required pam_permit.so
+account  required pam_permit.so
+password required pam_deny.so
+session  required pam_namespace.so
+"""
+
+
+def pam_namespace_conf() -> str:
+    """pam_namespace: one instance of each shared temp directory per user (``<dir>/.inst/<user>``)."""
+    from testbed.runtime import PRIVATE_TMP_DIRS
+
+    return "".join(f"{d} {d}/.inst/ user root\n" for d in PRIVATE_TMP_DIRS)
+
+
+def job_container_conf(lay: Layout) -> str:
+    """job_container/tmpfs: every job gets its own /tmp and /dev/shm, kept under a root-only
+    BasePath in the testbed's directory (Slurm refuses one on /tmp)."""
+    return f"AutoBasePath=true\nBasePath={lay.root}/slurm/jobtmp\n"
+
+
+def nginx_log_dir(lay: Layout, knobs: dict[str, Any]) -> Any:
+    """Where nginx writes its access and error logs: a root-only directory
+    (``logs.nginx_access_log_private``), else the world-readable ``logs/`` (every tenant reads
+    every request URL and login name)."""
+    return lay.root / "logs" / ("daemons" if knobs["logs"].get("nginx_access_log_private") else "")
 
 
 def htpasswd_line(user: str, password: str, salt: bytes) -> str:
@@ -186,16 +223,17 @@ def nginx_conf(lay: Layout, knobs: dict[str, Any], tenants: list[dict[str, Any]]
     else:
         log_block = """            # leaky: a tenant header sent by the client is passed on as it is
             proxy_set_header X-Scope-OrgID $http_x_scope_orgid;"""
+    logs = str(nginx_log_dir(lay, knobs)).rstrip("/")
     return f"""# nginx of testbed {lay.name} (generated): per-tenant basic auth in front of
 # Prometheus, the Pushgateway and the log service.
 user www-data;
 worker_processes 1;
 daemon off;
 pid {root}/run/nginx.pid;
-error_log {root}/logs/nginx-error.log warn;
+error_log {logs}/nginx-error.log warn;
 events {{ worker_connections 256; }}
 http {{
-    access_log {root}/logs/nginx-access.log;
+    access_log {logs}/nginx-access.log;
     client_body_temp_path {root}/run/nginx/body;
     proxy_temp_path {root}/run/nginx/proxy;
     fastcgi_temp_path {root}/run/nginx/fastcgi;

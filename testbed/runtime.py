@@ -260,6 +260,10 @@ def kill_all(pids: list[dict[str, Any]], *, timeout: float = 5.0) -> list[int]:
     return [r["pid"] for r in left]
 
 
+# the shared writable places a node's tenants see; private per node (and per user) with fs.private_tmp
+PRIVATE_TMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")  # noqa: S108 - the places being made private
+
+
 def wrap_in_node(
     *,
     netns: str | None,
@@ -267,6 +271,8 @@ def wrap_in_node(
     argv: Sequence[str],
     tmpfs: Sequence[str] = (),
     boot_kernels: Sequence[str] = (),
+    private_tmp: str = "",
+    binds: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
     """Command line that runs ``argv`` inside ``netns`` with its own hostname and mounts.
 
@@ -275,6 +281,13 @@ def wrap_in_node(
     the hostname; a fresh, private mount namespace gets tmpfs mounts over ``tmpfs`` paths,
     over /boot (holding empty ``vmlinuz-<k>`` files for ``boot_kernels``) and over
     /lib/modules (a directory per kernel), which the host never sees. The final ``exec`` keeps the daemon's pid equal to the spawned pid.
+
+    ``private_tmp`` (``fs.private_tmp``) mounts a fresh tmpfs (1777) over /tmp, /var/tmp and
+    /dev/shm, each with a root-only ``.inst`` directory for pam_namespace's per-user instances
+    (``"user"``, sshd); ``"job"`` (slurmd, whose jobs get a private /tmp and /dev/shm from
+    job_container/tmpfs) makes /var/tmp root's;
+    ``binds`` bind-mounts files (src, dst) over host paths, e.g. a PAM configuration. Either
+    failing stops the daemon: it must never run on the host's shared /tmp or PAM stack by mistake.
     """
     if not netns:
         return list(argv)
@@ -291,8 +304,17 @@ def wrap_in_node(
     if boot_kernels and os.path.isdir("/lib/modules"):
         dirs = " ".join(f"mkdir /lib/modules/{shlex.quote(k)};" for k in boot_kernels)
         script.append(f"if mount -t tmpfs -o size=1m,mode=755 opgtb-modules /lib/modules; then {dirs} fi")
+    for path in PRIVATE_TMP_DIRS if private_tmp else ():
+        # jobs get their own /tmp and /dev/shm from job_container/tmpfs; /var/tmp it does not
+        # cover, so under slurmd it is the node's and no tenant may write there
+        mode = "0755" if private_tmp == "job" and path == PRIVATE_TMP_DIRS[1] else "1777"
+        script.append(
+            f"mount -t tmpfs -o size=64m,mode={mode} opgtb-tmp {path} && mkdir -m 000 {path}/.inst || exit 97"
+        )
+    for src, dst in binds:
+        script.append(f"mount --bind {shlex.quote(src)} {shlex.quote(dst)} || exit 98")
     script.append('exec "$@"')
-    unshare = ["unshare", "--uts"] + (["--mount"] if (tmpfs or boot_kernels) else [])
+    unshare = ["unshare", "--uts"] + (["--mount"] if (tmpfs or boot_kernels or private_tmp or binds) else [])
     return ["nsenter", f"--net=/run/netns/{netns}", *unshare, "sh", "-c", "; ".join(script), "sh", *argv]
 
 
