@@ -9,10 +9,12 @@ Every variable is listed in the README's configuration table.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 from config.env import database_from_url, env_bool, env_int, env_list, env_str, redis_url
 
@@ -68,6 +70,8 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI from our own static files, never a CDN
+    "axes",  # login lockout for the admin, the portal and the browsable API's login
     "django_celery_beat",
     "simple_history",
     "rubric",
@@ -80,6 +84,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "config.middleware.PermissionsPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -88,7 +94,23 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes requires
 ]
+
+# --- login lockout (django-axes) -------------------------------------------------------------
+# Failed sign-ins are counted per (username, client address) in the database, so the count
+# holds across web processes. After OPGRADE_LOGIN_FAILURE_LIMIT failures that pair is
+# locked out for OPGRADE_LOGIN_COOLOFF_MINUTES (answer 429); a success resets the count.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env_bool("OPGRADE_LOGIN_LOCKOUT", True)
+AXES_FAILURE_LIMIT = env_int("OPGRADE_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("OPGRADE_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
 
 SIMPLE_HISTORY_REVERT_DISABLED = True
 
@@ -105,6 +127,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.csp",
             ],
         },
     },
@@ -173,7 +196,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": _LOG_HANDLERS,
     "root": {"handlers": list(_LOG_HANDLERS), "level": env_str("OPGRADE_LOG_LEVEL") or "INFO"},
-    "loggers": {"paramiko": {"level": "WARNING"}},
+    # axes logs every sign-in at INFO; its lockouts are WARNING.
+    "loggers": {"paramiko": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
 
 # --- API ---------------------------------------------------------------------------------
@@ -185,7 +209,27 @@ REST_FRAMEWORK = {
     # Signed-in users only, and provider (outside) accounts only where a view opts them in.
     "DEFAULT_PERMISSION_CLASSES": ["reviews.access.NotProviderUser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # Bounded input: body size, JSON depth and number length; no NUL or bidi override (config/api_input.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "config.api_input.BoundedJSONParser",
+        "config.api_input.CleanFormParser",
+        "config.api_input.CleanMultiPartParser",
+    ],
+    # One handler turns domain and Django errors into JSON 4xx (config/api_errors.py).
+    "EXCEPTION_HANDLER": "config.api_errors.exception_handler",
+    # ?limit= is clamped (max 500) and ?offset= cannot overflow the database.
+    "DEFAULT_PAGINATION_CLASS": "config.api_input.BoundedLimitOffsetPagination",
+    # Anonymous clients by address, signed-in users by account, token clients by token's user.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "config.throttles.AnonThrottle",
+        "config.throttles.SessionUserThrottle",
+        "config.throttles.TokenThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env_str("OPGRADE_THROTTLE_ANON") or "120/min",
+        "user": env_str("OPGRADE_THROTTLE_USER") or "1200/min",
+        "token": env_str("OPGRADE_THROTTLE_TOKEN") or "3000/min",
+    },
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_VERSIONING_CLASS": None,
@@ -196,6 +240,10 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Swagger UI and ReDoc from drf-spectacular-sidecar's static files: no CDN, CSP 'self'.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     # Many models have a `status`; name each choice set after its model so the schema's
     # enums are stable and self-explaining (and `check --deploy` has no W001).
     "ENUM_NAME_OVERRIDES": {
@@ -209,6 +257,42 @@ SPECTACULAR_SETTINGS = {
         "RightOfReplyStatusEnum": "reviews.models.RightOfReply.Status",
     },
 }
+
+# The largest request body the API parsers read (bytes); larger bodies answer 400.
+OPGRADE_API_MAX_BODY_BYTES = env_int("OPGRADE_API_MAX_BODY_BYTES", 2 * 1024 * 1024, minimum=1024)
+
+# The throttles' counters (and nothing else) live in Django's cache: per process by default;
+# OPGRADE_CACHE_URL=redis://host:6379/N shares them between web processes.
+_CACHE_URL = env_str("OPGRADE_CACHE_URL")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url(
+        "OPGRADE_CACHE_URL", _CACHE_URL)}
+    if _CACHE_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "opgrade"},
+}
+
+# --- headers on every page -------------------------------------------------------------------
+# Content-Security-Policy through Django's own middleware. Scripts only from our origin (the
+# admin, Swagger UI from the sidecar package and the report pages need no inline script).
+# Inline styles stay allowed: the portal, the report print view, the browsable API and
+# django-simple-history use style attributes, and a style cannot run code.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "font-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+# Permissions-Policy (config/middleware.py): no page needs a device or sensor.
+OPGRADE_PERMISSIONS_POLICY = env_str("OPGRADE_PERMISSIONS_POLICY") or (
+    "accelerometer=(), autoplay=(), camera=(), display-capture=(), geolocation=(), gyroscope=(), "
+    "magnetometer=(), microphone=(), midi=(), payment=(), usb=(), xr-spatial-tracking=()"
+)
 
 # --- Celery ------------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL

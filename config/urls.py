@@ -3,6 +3,9 @@
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
+from django.views import defaults
+
+from config.api_errors import json_error_view
 
 
 def healthz(_request: HttpRequest) -> HttpResponse:
@@ -21,3 +24,9 @@ urlpatterns = [
     path("", include("reports.urls")),  # public report pages, exports, /llms.txt, /api/public/
     path("portal/", include("reviews.portal_urls")),
 ]
+
+# Under /api/ even Django's own error pages answer JSON (config/api_errors.py).
+handler400 = json_error_view(400, defaults.bad_request)
+handler403 = json_error_view(403, defaults.permission_denied)
+handler404 = json_error_view(404, defaults.page_not_found)
+handler500 = json_error_view(500, defaults.server_error)

@@ -23,6 +23,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_http_methods
 
+from config.text import refuse_unsafe_text
 from reviews import selectors, services
 from reviews.access import user_provider
 from reviews.models import RightOfReply
@@ -45,9 +46,11 @@ def provider_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
 
 
 class ReplyForm(forms.Form):
-    fact_ref = forms.CharField(max_length=200, label="Which fact", help_text="A finding id, criterion or section.")
-    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), max_length=10_000, label="Your reply")
-    report_id = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    fact_ref = forms.CharField(max_length=200, label="Which fact", help_text="A finding id, criterion or section.",
+                               validators=[refuse_unsafe_text])
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), max_length=10_000, label="Your reply",
+                           validators=[refuse_unsafe_text])
+    report_id = forms.IntegerField(required=False, widget=forms.HiddenInput, min_value=1, max_value=2**63 - 1)
 
 
 class PortalLoginView(auth_views.LoginView):
@@ -104,5 +107,6 @@ def portal_reply(request: HttpRequest, provider: Any, cycle_slug: str) -> HttpRe
         else:
             messages.success(request, "Thank you: your reply was filed and will be answered before publication.")
     else:
-        messages.error(request, "Please say which fact and what is wrong with it.")
+        problems = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
+        messages.error(request, f"Please say which fact and what is wrong with it ({problems}).")
     return redirect("portal:cycle", cycle_slug=cycle.slug)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # "ci" runs every property test with at least 200 examples, as the scoring issue requires.
@@ -12,3 +13,12 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=50, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttle_counters() -> None:
+    """Each test starts with no API throttle counts (they live in Django's per-process cache);
+    tests/api/test_throttling.py proves the throttles answer 429 at their rates."""
+    from django.core.cache import cache
+
+    cache.clear()

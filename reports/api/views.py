@@ -34,7 +34,6 @@ from reports.api.serializers import (
     ReportDetailSerializer,
     ReportSerializer,
 )
-from reports.errors import ReportError, ReportPermissionError
 from reports.models import Report
 
 
@@ -112,11 +111,6 @@ class ReportModelPermissions(DjangoModelPermissions):
                  "HEAD": ["%(app_label)s.view_%(model_name)s"]}
 
 
-def _refused(exc: ReportError) -> Response:
-    code = status.HTTP_403_FORBIDDEN if isinstance(exc, ReportPermissionError) else status.HTTP_400_BAD_REQUEST
-    return Response({"detail": str(exc)}, status=code)
-
-
 class ReportViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     permission_classes = (IsAdminUser, ReportModelPermissions)
     filterset_fields = ["status", "cycle__slug"]
@@ -137,32 +131,23 @@ class ReportViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         cycle = Cycle.objects.filter(slug=data.validated_data["cycle"]).first()
         if cycle is None:
             return Response({"cycle": ["no cycle with that slug"]}, status=status.HTTP_400_BAD_REQUEST)
-        try:
-            if "score_snapshot" in data.validated_data:
-                report = _draft_from_snapshot(cycle, data.validated_data["score_snapshot"], request.user)
-            else:
-                report = services.report_draft_create(
-                    cycle=cycle, snapshot_document=data.validated_data["document"], user=request.user
-                )
-        except ReportError as exc:
-            return _refused(exc)
+        if "score_snapshot" in data.validated_data:
+            report = _draft_from_snapshot(cycle, data.validated_data["score_snapshot"], request.user)
+        else:
+            report = services.report_draft_create(
+                cycle=cycle, snapshot_document=data.validated_data["document"], user=request.user
+            )
         return self._done(report, status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: ReportSerializer})
     @action(detail=True, methods=["post"], url_path="fact-check")
     def fact_check(self, request: Request, pk: str, **kwargs: Any) -> Response:
-        try:
-            return self._done(services.report_fact_check_open(report=self.get_object(), user=request.user))
-        except ReportError as exc:
-            return _refused(exc)
+        return self._done(services.report_fact_check_open(report=self.get_object(), user=request.user))
 
     @extend_schema(request=None, responses={200: ReportSerializer})
     @action(detail=True, methods=["post"])
     def publish(self, request: Request, pk: str, **kwargs: Any) -> Response:
-        try:
-            return self._done(services.report_publish(report=self.get_object(), user=request.user))
-        except ReportError as exc:
-            return _refused(exc)
+        return self._done(services.report_publish(report=self.get_object(), user=request.user))
 
     @extend_schema(request=CorrectionSerializer, responses={200: ReportSerializer})
     @action(detail=True, methods=["post"])
@@ -172,13 +157,10 @@ class ReportViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         replacement = Report.objects.filter(pk=data.validated_data["replacement"]).first()
         if replacement is None:
             return Response({"replacement": ["no report with that id"]}, status=status.HTTP_400_BAD_REQUEST)
-        try:
-            report = services.report_correct(
-                report=self.get_object(), replacement=replacement, notice=data.validated_data["notice"],
-                user=request.user,
-            )
-        except ReportError as exc:
-            return _refused(exc)
+        report = services.report_correct(
+            report=self.get_object(), replacement=replacement, notice=data.validated_data["notice"],
+            user=request.user,
+        )
         return self._done(report)
 
     @extend_schema(request=NoticeSerializer, responses={200: ReportSerializer})
@@ -186,12 +168,9 @@ class ReportViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     def withdraw(self, request: Request, pk: str, **kwargs: Any) -> Response:
         data = NoticeSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            report = services.report_withdraw(
-                report=self.get_object(), notice=data.validated_data["notice"], user=request.user
-            )
-        except ReportError as exc:
-            return _refused(exc)
+        report = services.report_withdraw(
+            report=self.get_object(), notice=data.validated_data["notice"], user=request.user
+        )
         return self._done(report)
 
 

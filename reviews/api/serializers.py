@@ -229,7 +229,8 @@ class ReplyCreateSerializer(serializers.Serializer):
     cycle = serializers.SlugRelatedField(slug_field="slug", queryset=Cycle.objects.all())
     fact_ref = serializers.CharField(max_length=200)
     text = serializers.CharField(max_length=10_000)
-    report_id = serializers.IntegerField(required=False, allow_null=True, default=None)
+    report_id = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1,
+                                         max_value=2**63 - 1)
 
 
 class ReplyRespondSerializer(serializers.Serializer):

@@ -14,12 +14,12 @@ from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.generics import GenericAPIView
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from config.api_input import CleanFormParser, CleanMultiPartParser
 from ratings.models import Cycle
 from reviews import selectors, services
 from reviews.access import ALL_STAFF_READ, Role, RolePermission, queryset_for_user, user_role
@@ -38,17 +38,11 @@ A, R, P, ADM, PROV = Role.ANALYST, Role.REVIEWER, Role.PUBLISHER, Role.ADMIN, Ro
 
 
 class ReviewsAPIMixin:
-    """Declared roles + service errors mapped to 400 (bad input) or 403 (role refused)."""
+    """Declared roles. Service errors become 400 (bad input) or 403 (role refused) in the
+    project's exception handler (config/api_errors.py)."""
 
     permission_classes: ClassVar[list[Any]] = [RolePermission]
     roles: ClassVar[dict[str, set[Role]]] = {}
-
-    def handle_exception(self, exc: Exception) -> Response:
-        if isinstance(exc, services.RoleRefused):
-            exc = PermissionDenied(str(exc))
-        elif isinstance(exc, services.ReviewsError):
-            exc = ValidationError({"detail": str(exc)})
-        return super().handle_exception(exc)  # type: ignore[misc]
 
 
 def _valid(serializer_class: type[Any], request: Request) -> dict[str, Any]:
@@ -196,7 +190,7 @@ class FeedbackImportViewSet(ReviewsAPIMixin, mixins.ListModelMixin, mixins.Retri
     roles = {"read": {A, P, ADM}, "write": {A, ADM}}
     serializer_class = s.FeedbackImportSerializer
     queryset = FeedbackImport.objects.select_related("cycle", "imported_by")
-    parser_classes = [MultiPartParser, FormParser]
+    parser_classes = [CleanMultiPartParser, CleanFormParser]
 
     @extend_schema(request=s.FeedbackUploadSerializer, responses={
         200: s.FeedbackImportReportSerializer, 201: s.FeedbackImportReportSerializer,

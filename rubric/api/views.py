@@ -3,7 +3,8 @@
 Reads need an authenticated user; writes need the rubric model permissions (the analyst and
 admin roles hold them). Edits of a frozen version answer 409 Conflict with the reason; a
 malformed upload answers 400 with every problem as file, line, field and message, and
-writes nothing. Each action parses input, calls one service or selector, formats output.
+writes nothing (both through the project's exception handler, config/api_errors.py). Each
+action parses input, calls one service or selector, formats output.
 """
 
 from __future__ import annotations
@@ -11,33 +12,33 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
+from django.utils.http import content_disposition_header
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException, NotFound, ParseError
-from rest_framework.parsers import BaseParser, JSONParser, MultiPartParser
+from rest_framework.exceptions import NotFound, ParseError
+from rest_framework.parsers import BaseParser
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
+from config.api_input import BoundedJSONParser, CleanMultiPartParser
 from rubric.api.serializers import (
     CloneInputSerializer,
     CriterionSerializer,
     ImportResultSerializer,
     RubricVersionSerializer,
 )
-from rubric.models import Criterion, FrozenRubricError, RubricVersion
+from rubric.models import Criterion, RubricVersion
 from rubric.selectors import rubric_version_diff, rubric_version_export, rubric_version_list
 from rubric.services import (
-    RubricConflictError,
     criterion_update,
     rubric_version_clone,
     rubric_version_freeze,
     rubric_version_import,
     rubric_version_update,
 )
-from rubric.yaml_format import RubricFormatError
 
 
 class YamlParser(BaseParser):
@@ -78,28 +79,6 @@ class RubricWritePermission(BasePermission):
         return bool(user.has_perm("rubric.change_rubricversion") and user.has_perm("rubric.add_rubricversion"))
 
 
-class FrozenConflict(APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_code = "rubric_frozen"
-
-
-class LabelConflict(APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_code = "rubric_label_conflict"
-
-
-def _format_error_response(exc: RubricFormatError) -> Response:
-    return Response(
-        {
-            "detail": "the rubric is malformed; nothing was written",
-            "errors": [
-                {"file": p.filename, "line": p.line, "field": p.field, "message": p.message} for p in exc.problems
-            ],
-        },
-        status=status.HTTP_400_BAD_REQUEST,
-    )
-
-
 class RubricVersionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
     """Rubric versions with areas and criteria. PATCH edits a draft's title, description or scoring."""
 
@@ -113,12 +92,9 @@ class RubricVersionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSe
         return rubric_version_list()
 
     def perform_update(self, serializer: RubricVersionSerializer) -> None:
-        try:
-            serializer.instance = rubric_version_update(
-                rubric_version=serializer.instance, data=dict(serializer.validated_data)
-            )
-        except FrozenRubricError as exc:
-            raise FrozenConflict(str(exc)) from exc
+        serializer.instance = rubric_version_update(
+            rubric_version=serializer.instance, data=dict(serializer.validated_data)
+        )
 
     @extend_schema(responses={(200, "application/yaml"): str})
     @action(detail=True, methods=["get"], url_path="export")
@@ -126,7 +102,11 @@ class RubricVersionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSe
         version = self.get_object()
         text = rubric_version_export(rubric_version=version)
         response = HttpResponse(text.encode("utf-8"), content_type="application/yaml; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="{version.name}-{version.version}.yaml"'
+        # Built by Django (quoted, or RFC 5987-encoded), never by string formatting: a label
+        # with a quote or a line break must not break or split the header.
+        response["Content-Disposition"] = content_disposition_header(
+            as_attachment=True, filename=f"{version.name}-{version.version}.yaml"
+        )
         return response
 
     @extend_schema(
@@ -136,7 +116,7 @@ class RubricVersionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSe
         responses={201: ImportResultSerializer, 200: ImportResultSerializer},
     )
     @action(detail=False, methods=["post"], url_path="import",
-            parser_classes=[YamlParser, TextYamlParser, PlainTextParser, MultiPartParser])
+            parser_classes=[YamlParser, TextYamlParser, PlainTextParser, CleanMultiPartParser])
     def import_yaml(self, request: Request, **kwargs: Any) -> Response:
         upload = request.FILES.get("file") if hasattr(request, "FILES") else None
         if upload is not None:
@@ -149,12 +129,7 @@ class RubricVersionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSe
         else:
             raise ParseError("send the rubric as an application/yaml body or a multipart 'file'")
         freeze = request.query_params.get("freeze", "").lower() in ("1", "true", "yes")
-        try:
-            result = rubric_version_import(text=text, filename=filename, freeze=freeze)
-        except RubricFormatError as exc:
-            return _format_error_response(exc)
-        except RubricConflictError as exc:
-            raise LabelConflict(str(exc)) from exc
+        result = rubric_version_import(text=text, filename=filename, freeze=freeze)
         payload = ImportResultSerializer({
             "created": result.created, "frozen_now": result.frozen_now, "message": result.message,
             "rubric_version": rubric_version_list().get(pk=result.rubric_version.pk),
@@ -164,10 +139,7 @@ class RubricVersionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSe
     @extend_schema(request=None, responses={200: RubricVersionSerializer})
     @action(detail=True, methods=["post"])
     def freeze(self, request: Request, pk: str | None = None, **kwargs: Any) -> Response:
-        try:
-            version = rubric_version_freeze(rubric_version=self.get_object())
-        except RubricFormatError as exc:
-            return _format_error_response(exc)
+        version = rubric_version_freeze(rubric_version=self.get_object())
         return Response(self.get_serializer(rubric_version_list().get(pk=version.pk)).data)
 
     @extend_schema(request=CloneInputSerializer, responses={201: RubricVersionSerializer})
@@ -175,14 +147,9 @@ class RubricVersionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSe
     def clone(self, request: Request, pk: str | None = None, **kwargs: Any) -> Response:
         data = CloneInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        try:
-            clone = rubric_version_clone(
-                source=self.get_object(), version=data.validated_data["version"], name=data.validated_data.get("name")
-            )
-        except RubricFormatError as exc:
-            return _format_error_response(exc)
-        except RubricConflictError as exc:
-            raise LabelConflict(str(exc)) from exc
+        clone = rubric_version_clone(
+            source=self.get_object(), version=data.validated_data["version"], name=data.validated_data.get("name")
+        )
         body = self.get_serializer(rubric_version_list().get(pk=clone.pk)).data
         return Response(body, status=status.HTTP_201_CREATED)
 
@@ -215,13 +182,10 @@ class CriterionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
     permission_classes = [*api_settings.DEFAULT_PERMISSION_CLASSES, RubricWritePermission]
     filterset_fields = ["rubric_version", "is_gate", "probe_id"]
     http_method_names = ["get", "patch", "head", "options"]
-    parser_classes = [JSONParser]
+    parser_classes = [BoundedJSONParser]
 
     def get_queryset(self) -> Any:
         return Criterion.objects.select_related("area", "rubric_version").order_by("rubric_version", "position")
 
     def perform_update(self, serializer: CriterionSerializer) -> None:
-        try:
-            serializer.instance = criterion_update(criterion=serializer.instance, data=dict(serializer.validated_data))
-        except FrozenRubricError as exc:
-            raise FrozenConflict(str(exc)) from exc
+        serializer.instance = criterion_update(criterion=serializer.instance, data=dict(serializer.validated_data))

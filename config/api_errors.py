@@ -1,0 +1,141 @@
+"""One place that turns errors into the API's JSON answers.
+
+Every API view raises; none formats its own error responses. DRF's default handler covers
+its own exceptions (validation, authentication, permission, not found, throttling); this
+module adds the project's domain errors and Django's, so that a refused write answers a
+JSON 4xx with a ``detail`` instead of a 500 debug page:
+
+* Django's ``ValidationError`` (``full_clean``, model constraints) -> 400 with the field messages;
+* role refusals (``RoleRefused``, ``ReportPermissionError``) -> 403;
+* frozen or immutable rows, label clashes and database integrity conflicts -> 409;
+* other domain input and state errors (reviews, reports, rubric, ratings, probes) -> 400;
+  a malformed rubric file also lists each problem as file, line, field and message;
+* ``SuspiciousOperation`` (oversized or malformed requests) -> 400.
+
+``json_error_view`` serves the same shape for requests that never reach a DRF view (an
+unknown /api/ URL, a request Django itself refuses): API clients never get HTML.
+The classes are imported lazily so that settings can name this module before apps load.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import import_module
+from typing import Any
+
+from django.core.exceptions import SuspiciousOperation
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+class Conflict(exceptions.APIException):
+    """409: the request is well formed but clashes with stored state (frozen, immutable, taken)."""
+
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the stored state."
+    default_code = "conflict"
+
+
+def _classes(*dotted: str) -> tuple[type[BaseException], ...]:
+    """The named exception classes that exist. Apps move code around (h1/h2 style refactors);
+    a class that moved is skipped here rather than breaking every API error, and the API
+    tests of that error then say so."""
+    out = []
+    for name in dotted:
+        module_name, _, attr = name.rpartition(".")
+        try:
+            cls = getattr(import_module(module_name), attr)
+        except (ImportError, AttributeError):
+            continue
+        out.append(cls)
+    return tuple(out)
+
+
+@cache
+def _domain_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...],
+                                tuple[type[BaseException], ...]]:
+    """(forbidden, conflict, bad input) domain error classes, in that order of precedence."""
+    forbidden = _classes("reviews.services.RoleRefused", "reports.errors.ReportPermissionError")
+    conflict = _classes(
+        "rubric.models.FrozenRubricError", "rubric.services.RubricConflictError", "ratings.models.ImmutableRowError",
+        "reports.errors.ReportImmutableError",
+    )
+    bad_input = _classes(
+        "reviews.services.ReviewsError", "reports.errors.ReportError", "ratings.engine_types.ScoringInputError",
+        "probes.services.ProbeRunError", "probes.catalog.UnknownProbe", "rubric.selectors.RubricVersionNotFound",
+    )
+    return forbidden, conflict, bad_input
+
+
+def _django_validation_detail(exc: DjangoValidationError) -> Any:
+    if hasattr(exc, "error_dict"):
+        return {("non_field_errors" if k == "__all__" else k): v for k, v in exc.message_dict.items()}
+    return {"detail": " ".join(exc.messages)}
+
+
+def api_exception(exc: BaseException) -> exceptions.APIException | Response | None:
+    """The DRF exception (or a finished response) for a domain or Django error; None if unknown."""
+    from rubric.yaml_format import RubricFormatError
+
+    if isinstance(exc, RubricFormatError):
+        return Response(
+            {
+                "detail": "the rubric is malformed; nothing was written",
+                "errors": [
+                    {"file": p.filename, "line": p.line, "field": p.field, "message": p.message}
+                    for p in exc.problems
+                ],
+            },
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    if isinstance(exc, DjangoValidationError):
+        return exceptions.ValidationError(_django_validation_detail(exc))
+    if isinstance(exc, SuspiciousOperation):
+        return exceptions.ParseError(str(exc) or "the request was refused as malformed")
+    forbidden, conflict, bad_input = _domain_classes()
+    if isinstance(exc, forbidden):
+        return exceptions.PermissionDenied(str(exc))
+    if isinstance(exc, IntegrityError):
+        # Never echo the database's message (it names tables and values); say what happened.
+        return Conflict("the change conflicts with stored data (a uniqueness or integrity rule); nothing was written")
+    if isinstance(exc, conflict):
+        return Conflict(str(exc))
+    if isinstance(exc, bad_input):
+        return exceptions.ValidationError({"detail": str(exc)})
+    return None
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """REST_FRAMEWORK's EXCEPTION_HANDLER: domain and Django errors first, then DRF's own."""
+    mapped = api_exception(exc)
+    if isinstance(mapped, Response):
+        return mapped
+    return drf_exception_handler(mapped if mapped is not None else exc, context)
+
+
+# --- requests that never reach a DRF view -------------------------------------------------------
+_STATUS_DETAIL = {
+    400: "Bad request.",
+    403: "You do not have permission to perform this action.",
+    404: "Not found.",
+    500: "Server error.",
+}
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path.startswith("/api/")
+
+
+def json_error_view(code: int, html_handler: Any) -> Any:
+    """A Django handler4xx/500 that answers JSON under /api/ and the usual page elsewhere."""
+
+    def view(request: HttpRequest, exception: BaseException | None = None) -> HttpResponse:
+        if _is_api(request):
+            return JsonResponse({"detail": _STATUS_DETAIL[code]}, status=code)
+        return html_handler(request) if code == 500 else html_handler(request, exception)
+
+    return view

@@ -1,0 +1,142 @@
+"""Bad input answers a JSON 4xx, writes nothing, and never shows a debug page (issue 11, items 5-11)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from reviews.models import RightOfReply
+from rubric.models import Criterion
+
+pytestmark = pytest.mark.django_db
+
+# Every paginated list the API serves (the access matrix lists the same endpoints).
+LISTS = [
+    "/api/v1/rubric-versions/", "/api/v1/criteria/", "/api/v1/providers/", "/api/v1/clusters/",
+    "/api/v1/cycles/", "/api/v1/score-snapshots/", "/api/v1/tier-assignments/", "/api/v1/reports/",
+    "/api/v1/conflicts/", "/api/v1/assignments/", "/api/v1/reconciliations/", "/api/v1/overrides/",
+    "/api/v1/feedback-imports/", "/api/v1/interview-notes/", "/api/v1/replies/", "/api/v1/audit-events/",
+    "/api/v1/probe-runs/", "/api/v1/findings/", "/api/v1/tenant-accounts/",
+]
+
+
+def _client(user: Any) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@pytest.mark.parametrize("query", ["limit=9223372036854775808", "limit=1180591620717411303424",
+                                   "offset=9223372036854775808", "limit=5&offset=99999999999999999999999"])
+def test_a_huge_limit_or_offset_gives_a_page_not_a_500_on_every_list(world: Any, query: str) -> None:
+    admin = _client(world.users["admin"])
+    for url in LISTS:
+        response = admin.get(f"{url}?{query}")
+        assert response.status_code == 200, (url, response.status_code)
+        assert len(response.json()["results"]) <= 500
+
+
+def test_a_huge_limit_is_clamped_to_the_largest_page(world: Any) -> None:
+    response = _client(world.users["admin"]).get("/api/v1/audit-events/?limit=9223372036854775808")
+    assert response.status_code == 200
+    assert "limit=500" in (response.json()["next"] or "limit=500")
+
+
+def test_the_provider_role_gets_a_page_for_a_huge_limit_too(world: Any) -> None:
+    response = _client(world.users["provider"]).get("/api/v1/replies/?limit=9223372036854775808")
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize("report_id", [2**63, 2**70, -1, 0])
+def test_a_reply_to_an_impossible_report_id_is_a_400_and_stores_nothing(world: Any, report_id: int) -> None:
+    before = RightOfReply.objects.count()
+    response = _client(world.users["provider"]).post(
+        "/api/v1/replies/", {"cycle": world.cycle.slug, "fact_ref": "F9", "text": "our reply", "report_id": report_id},
+        format="json",
+    )
+    assert response.status_code == 400, response.content
+    assert "report_id" in response.json()
+    assert RightOfReply.objects.count() == before
+
+
+def test_a_reply_to_another_cycles_report_is_refused(world: Any) -> None:
+    from reports.models import Report
+
+    other = Report.objects.create(cycle=world.cycle_b_only, status="draft", content={}, content_hash="1" * 64)
+    response = _client(world.users["provider_b"]).post(
+        "/api/v1/replies/", {"cycle": world.cycle.slug, "fact_ref": "F9", "text": "reply", "report_id": other.pk},
+        format="json",
+    )
+    assert response.status_code == 400, response.content
+    assert not RightOfReply.objects.filter(fact_ref="F9").exists()
+
+
+def test_a_reply_to_its_cycles_draft_report_is_stored(world: Any) -> None:
+    report = world.objects["b_report"]
+    response = _client(world.users["provider_b"]).post(
+        "/api/v1/replies/", {"cycle": world.cycle.slug, "fact_ref": "F9", "text": "reply", "report_id": report.pk},
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+
+
+def test_deeply_nested_json_is_a_400_on_any_json_endpoint(world: Any) -> None:
+    body = "[" * 100_000 + "]" * 100_000
+    for role, method, url in (("provider", "post", "/api/v1/replies/"), ("reviewer", "post", "/api/v1/conflicts/"),
+                              ("analyst", "patch", f"/api/v1/criteria/{world.criterion.pk}/")):
+        client = _client(world.users[role])
+        response = getattr(client, method)(url, body, content_type="application/json")
+        assert response.status_code == 400, (url, response.status_code)
+        assert "deeper than" in response.json()["detail"]
+
+
+def test_a_400_digit_number_in_json_is_a_400(world: Any) -> None:
+    body = '{"cycle": "cycle-ab", "fact_ref": "F", "text": "t", "report_id": ' + "9" * 400 + "}"
+    response = _client(world.users["provider"]).post("/api/v1/replies/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert "longer than" in response.json()["detail"]
+
+
+def test_a_patch_that_breaks_a_model_constraint_is_a_json_400(world: Any) -> None:
+    criterion = Criterion.objects.get(pk=world.criterion.pk)
+    response = _client(world.users["admin"]).patch(f"/api/v1/criteria/{criterion.pk}/", {"weight": 0}, format="json")
+    assert response.status_code == 400, response.content
+    assert response["Content-Type"].startswith("application/json")
+    criterion.refresh_from_db()
+    assert criterion.weight > 0
+
+
+@pytest.mark.parametrize("text", ["nul\x00inside", "bidi \u202eevil\u202c", "isolate \u2066x\u2069"])
+def test_nul_and_bidi_controls_are_refused_in_stored_text(world: Any, text: str) -> None:
+    before = RightOfReply.objects.count()
+    response = _client(world.users["provider"]).post(
+        "/api/v1/replies/", {"cycle": world.cycle.slug, "fact_ref": "F1", "text": text}, format="json"
+    )
+    assert response.status_code == 400
+    assert "text" in response.json()["detail"]
+    assert RightOfReply.objects.count() == before
+
+
+def test_right_to_left_marks_are_not_refused(world: Any) -> None:
+    response = _client(world.users["provider"]).post(
+        "/api/v1/replies/", {"cycle": world.cycle.slug, "fact_ref": "F1", "text": "\u05e9\u05dc\u05d5\u05dd \u200f"},
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+
+
+def test_form_bodies_refuse_nul_too(world: Any) -> None:
+    response = _client(world.users["provider"]).post(
+        "/api/v1/replies/", {"cycle": world.cycle.slug, "fact_ref": "F1", "text": "a\x00b"}
+    )
+    assert response.status_code == 400
+
+
+def test_an_unknown_api_url_answers_json_not_html(world: Any) -> None:
+    response = _client(world.users["admin"]).get("/api/v1/no-such-thing/")
+    assert response.status_code == 404
+    assert response["Content-Type"].startswith("application/json")
+    assert json.loads(response.content) == {"detail": "Not found."}
