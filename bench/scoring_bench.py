@@ -47,7 +47,7 @@ from ratings.engine_types import (  # noqa: E402
     ScoringInput,
     ScoringParams,
 )
-from ratings.scoring import content_hash, normalise, score_cycle, with_fingerprint  # noqa: E402
+from ratings.scoring import content_hash, normalise, score_cycle  # noqa: E402
 
 AREAS = ("monitoring", "provisioning", "reliability", "security")
 
@@ -63,11 +63,9 @@ def workload(providers: int, criteria: int = 150, replicates: int = 5, size: int
         )
         for j in range(criteria)
     )
-    rubric = with_fingerprint(
-        RubricSpec(
-            id="bench", name="bench", version="1", params=ScoringParams(bootstrap_size=size),
-            areas=tuple(AreaSpec(a, 1.0) for a in AREAS), criteria=specs, fingerprint="",
-        )
+    rubric = RubricSpec(
+        id="bench", name="bench", version="1", params=ScoringParams(bootstrap_size=size),
+        areas=tuple(AreaSpec(a, 1.0) for a in AREAS), criteria=specs, fingerprint="b" * 64,  # as if frozen
     )
     keys = tuple(f"provider-{i:04d}" for i in range(providers))
     quality = rng.uniform(0.5, 6.0, providers)  # log-seconds around which each provider sits

@@ -5,7 +5,8 @@ returns one frozen ``ScoringResult``. Neither side knows about Django: the selec
 ``ratings.selectors`` turns database rows into these types and the service turns the result
 back into rows. The input types mirror ``rubric.models`` (RubricVersion, Area, Criterion) and
 the three evidence streams of docs/domain.md; every evidence row names its rubric version so
-that mixing versions is caught here, not trusted to the caller.
+that mixing versions is caught here, not trusted to the caller. The vocabulary (tiers,
+outcomes, evidence kinds, the rubric spec) is ``rubric.spec``'s, re-exported here.
 
 This module imports no Django and reads no clock.
 """
@@ -13,48 +14,21 @@ This module imports no Django and reads no clock.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from enum import StrEnum
+from dataclasses import dataclass
 
-# Best first. Index 0 is Platinum; a larger index is a worse tier.
-TIERS: tuple[str, ...] = ("platinum", "gold", "silver", "bronze", "underperforming")
-NOT_RATED = "not_rated"
-
-
-class Outcome(StrEnum):
-    """A probe finding's outcome; see the outcome table in docs/domain.md."""
-
-    PASS = "pass"  # noqa: S105 - an outcome, not a password
-    FAIL = "fail"
-    WARN = "warn"
-    ERROR = "error"  # our harness broke: missing, never held against the provider
-    PROVIDER_ERROR = "provider_error"  # counts as a fail
-    TIMEOUT = "timeout"  # censored at the deadline: the worst anchor
-    NOT_APPLICABLE = "not_applicable"  # excluded from scores and from coverage
-
-
-class Direction(StrEnum):
-    HIGHER = "higher"
-    LOWER = "lower"
-
-
-class Scale(StrEnum):
-    LINEAR = "linear"
-    LOG = "log"
-
-
-class EvidenceKind(StrEnum):
-    PROBE = "probe"
-    DOC_REVIEW = "doc_review"
-    CUSTOMER_FEEDBACK = "customer_feedback"
-    OVERRIDE = "override"  # an approved analyst override; never a kind a rubric criterion declares
-
-
-# Canonical order of the evidence kinds inside one criterion (fixes the bootstrap's draw order).
-EVIDENCE_KIND_ORDER: tuple[EvidenceKind, ...] = (
-    EvidenceKind.PROBE,
-    EvidenceKind.DOC_REVIEW,
-    EvidenceKind.CUSTOMER_FEEDBACK,
+from rubric.spec import (  # noqa: F401 - the shared vocabulary, re-exported as the engine's own
+    EVIDENCE_KIND_ORDER,
+    NOT_RATED,
+    TIERS,
+    AreaSpec,
+    CriterionSpec,
+    Direction,
+    EvidenceKind,
+    Outcome,
+    RubricSpec,
+    Scale,
+    ScoringParams,
+    TierFloors,
 )
 
 
@@ -68,91 +42,11 @@ class MixedRubricVersionError(ScoringInputError):
 
 
 class RubricFingerprintError(ScoringInputError):
-    """The rubric's content no longer matches the fingerprint recorded when it was frozen."""
+    """The rubric has no fingerprint recorded at freeze, or its stored content no longer matches it."""
 
 
 class EmptyPeerSetError(ScoringInputError):
     """There are no providers to score."""
-
-
-# ----------------------------------------------------------------------------------------- rubric
-@dataclass(frozen=True)
-class TierFloors:
-    """Absolute floors: a tier needs a composite of at least its floor.
-
-    Below ``bronze`` a provider is Underperforming whatever its peers do. Floors only ever
-    lower a peer-relative tier; they never raise one.
-    """
-
-    platinum: float = 0.80
-    gold: float = 0.65
-    silver: float = 0.50
-    bronze: float = 0.40
-
-    def as_tuple(self) -> tuple[float, float, float, float]:
-        return (self.platinum, self.gold, self.silver, self.bronze)
-
-
-@dataclass(frozen=True)
-class ScoringParams:
-    """The rubric version's scoring parameters (rubric.models.RubricVersion fields)."""
-
-    coverage_floor: float = 0.6
-    area_coverage_floor: float = 0.5
-    bootstrap_size: int = 2000
-    boundary_confidence: float = 0.9
-    borderline_threshold: float = 0.7
-    hysteresis_threshold: float = 0.2
-    feedback_prior_strength: float = 5.0
-    tier_floors: TierFloors = field(default_factory=TierFloors)
-    ci_level: float = 0.95
-
-
-@dataclass(frozen=True)
-class AreaSpec:
-    key: str
-    weight: float
-
-
-@dataclass(frozen=True)
-class CriterionSpec:
-    """One criterion. ``probe_metric`` empty means the probe's pass/fail outcome is scored.
-
-    Anchors are in the evidence's raw unit for measured probes; for pass/fail probes they
-    apply to the pass rate (usually best=1, worst=0). Doc reviews (0-4) and customer
-    ratings (1-5) map onto [0, 1] by their own fixed scales and ignore the anchors.
-    """
-
-    key: str
-    area: str
-    weight: float
-    evidence_kinds: tuple[EvidenceKind, ...]
-    anchor_best: float
-    anchor_worst: float
-    direction: Direction = Direction.HIGHER
-    scale: Scale = Scale.LINEAR
-    probe_id: str = ""
-    probe_metric: str = ""
-    is_gate: bool = False
-    gate_cap_tier: str = ""
-    gate_threshold: float = 0.5
-
-    @property
-    def is_pass_rate(self) -> bool:
-        return not self.probe_metric
-
-
-@dataclass(frozen=True)
-class RubricSpec:
-    """A frozen rubric version. ``fingerprint`` must equal ``scoring.rubric_fingerprint(self)``."""
-
-    id: str
-    name: str
-    version: str
-    params: ScoringParams
-    areas: tuple[AreaSpec, ...]
-    criteria: tuple[CriterionSpec, ...]
-    fingerprint: str
 
 
 # --------------------------------------------------------------------------------------- evidence

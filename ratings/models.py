@@ -24,6 +24,8 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 
+from rubric import spec
+
 
 class Provider(models.Model):
     class Status(models.TextChoices):
@@ -260,10 +262,7 @@ class ScoreSnapshot(_Immutable):
         return f"{self.cycle.slug} {self.content_hash[:12]}"
 
 
-TIER_CHOICES = [
-    ("platinum", "Platinum"), ("gold", "Gold"), ("silver", "Silver"), ("bronze", "Bronze"),
-    ("underperforming", "Underperforming"), ("not_rated", "Not rated"),
-]
+TIER_CHOICES = spec.choices_for((*spec.TIERS, spec.NOT_RATED), spec.TIER_LABELS)
 
 
 class TierAssignment(_Immutable):

@@ -89,6 +89,7 @@ from ratings.engine_types import (
     ScoringResult,
     is_finite_number,
 )
+from rubric.spec import is_fingerprint
 
 ENGINE_VERSION = "opgrade-scoring/1.0.0"
 
@@ -101,7 +102,7 @@ _FAIL_LIKE = {Outcome.FAIL, Outcome.PROVIDER_ERROR, Outcome.TIMEOUT}
 _CREDIT = {Outcome.PASS: 2, Outcome.WARN: 1}  # doubled credits; everything else counts 0
 
 
-# =============================================================================== fingerprints
+# ===================================================================================== hashes
 def _canonical_dumps(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
@@ -138,19 +139,6 @@ def rubric_content(rubric: RubricSpec) -> dict[str, Any]:
             key=lambda x: x["key"],
         ),
     }
-
-
-def rubric_fingerprint(rubric: RubricSpec) -> str:
-    """sha256 of the rubric's scoring content; recorded at freeze, checked on every run."""
-    try:
-        return _sha256(_canonical_dumps(rubric_content(rubric)))
-    except (TypeError, ValueError) as exc:  # NaN/inf or a non-number where a number belongs
-        raise ScoringInputError(f"rubric {rubric.name} {rubric.version} has an invalid value: {exc}") from exc
-
-
-def with_fingerprint(rubric: RubricSpec) -> RubricSpec:
-    """The same rubric with its fingerprint set: what freezing records."""
-    return dataclasses.replace(rubric, fingerprint=rubric_fingerprint(rubric))
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
@@ -235,10 +223,12 @@ def validate_rubric(rubric: RubricSpec) -> None:
         raise ScoringInputError("duplicate criterion keys in the rubric")
     for c in rubric.criteria:
         _validate_criterion(c, set(area_keys))
-    if rubric_fingerprint(rubric) != rubric.fingerprint:
+    if not is_fingerprint(rubric.fingerprint):
+        # The rubric app checks the stored content against this before it builds a spec
+        # (rubric.selectors.rubric_version_verify_fingerprint); the engine only scores frozen ones.
         raise RubricFingerprintError(
-            f"rubric {rubric.name} {rubric.version}: content does not match its frozen fingerprint "
-            "(weights, anchors or parameters were changed after freezing)"
+            f"rubric {rubric.name} {rubric.version} carries no fingerprint recorded at freeze; "
+            "only frozen versions are scored"
         )
 
 

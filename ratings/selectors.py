@@ -5,7 +5,7 @@
 
 * the rubric: the cycle's frozen version, checked against its freeze fingerprint
   (``rubric.selectors.rubric_version_verify_fingerprint``) and converted to a
-  ``RubricSpec`` whose own fingerprint the engine checks again;
+  ``RubricSpec`` that carries that stored fingerprint;
 * probe evidence: ``probes.Finding`` rows of the cycle's runs, bound to criteria by the
   rubric's probe bindings (criterion.probe_id == finding.probe_id and criterion.probe_metric
   == finding.metric, the empty metric meaning the pass/fail outcome); every finding of
@@ -51,7 +51,6 @@ from ratings.engine_types import (
     TierFloors,
 )
 from ratings.models import CustomerFeedback, Cycle, DocReview, ScoreSnapshot, TierAssignment
-from ratings.scoring import with_fingerprint
 from rubric.models import Area, Criterion, RubricVersion
 from rubric.selectors import RubricFingerprintMismatch, rubric_version_verify_fingerprint
 
@@ -70,37 +69,35 @@ def rubric_spec_get(*, rubric_version: RubricVersion) -> RubricSpec:
     v = rubric_version
     areas = Area.objects.filter(rubric_version=v).order_by("position", "key")
     criteria = Criterion.objects.filter(rubric_version=v).select_related("area").order_by("position", "key")
-    return with_fingerprint(
-        RubricSpec(
-            id=str(v.pk),
-            name=v.name,
-            version=v.version,
-            params=ScoringParams(
-                coverage_floor=v.coverage_floor,
-                area_coverage_floor=v.area_coverage_floor,
-                bootstrap_size=v.bootstrap_size,
-                boundary_confidence=v.boundary_confidence,
-                borderline_threshold=v.borderline_threshold,
-                hysteresis_threshold=v.hysteresis_threshold,
-                feedback_prior_strength=v.feedback_prior_strength,
-                tier_floors=TierFloors(
-                    platinum=v.tier_floor_platinum, gold=v.tier_floor_gold,
-                    silver=v.tier_floor_silver, bronze=v.tier_floor_bronze,
-                ),
+    return RubricSpec(
+        id=str(v.pk),
+        name=v.name,
+        version=v.version,
+        params=ScoringParams(
+            coverage_floor=v.coverage_floor,
+            area_coverage_floor=v.area_coverage_floor,
+            bootstrap_size=v.bootstrap_size,
+            boundary_confidence=v.boundary_confidence,
+            borderline_threshold=v.borderline_threshold,
+            hysteresis_threshold=v.hysteresis_threshold,
+            feedback_prior_strength=v.feedback_prior_strength,
+            tier_floors=TierFloors(
+                platinum=v.tier_floor_platinum, gold=v.tier_floor_gold,
+                silver=v.tier_floor_silver, bronze=v.tier_floor_bronze,
             ),
-            areas=tuple(AreaSpec(key=a.key, weight=a.weight) for a in areas),
-            criteria=tuple(
-                CriterionSpec(
-                    key=c.key, area=c.area.key, weight=c.weight,
-                    evidence_kinds=tuple(EvidenceKind(k) for k in c.evidence_kinds),
-                    anchor_best=c.anchor_best, anchor_worst=c.anchor_worst, direction=c.direction,
-                    scale=c.scale, probe_id=c.probe_id, probe_metric=c.probe_metric, is_gate=c.is_gate,
-                    gate_cap_tier=c.gate_cap_tier, gate_threshold=c.gate_threshold,
-                )
-                for c in criteria
-            ),
-            fingerprint="",
-        )
+        ),
+        areas=tuple(AreaSpec(key=a.key, weight=a.weight) for a in areas),
+        criteria=tuple(
+            CriterionSpec(
+                key=c.key, area=c.area.key, weight=c.weight,
+                evidence_kinds=tuple(EvidenceKind(k) for k in c.evidence_kinds),
+                anchor_best=c.anchor_best, anchor_worst=c.anchor_worst, direction=c.direction,
+                scale=c.scale, probe_id=c.probe_id, probe_metric=c.probe_metric, is_gate=c.is_gate,
+                gate_cap_tier=c.gate_cap_tier, gate_threshold=c.gate_threshold,
+            )
+            for c in criteria
+        ),
+        fingerprint=v.fingerprint,  # as recorded at freeze, verified just above
     )
 
 

@@ -25,18 +25,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rubric import spec
+from rubric.spec import EVIDENCE_KINDS, NOT_RATED, TIER_LABELS  # the shared vocabulary
+
 SCHEMA = "opgrade.report/1"
-NOT_RATED = "not_rated"
-TIERS: tuple[tuple[str, str], ...] = (
-    ("platinum", "Platinum"),
-    ("gold", "Gold"),
-    ("silver", "Silver"),
-    ("bronze", "Bronze"),
-    ("underperforming", "Underperforming"),
-)
-TIER_LABELS: dict[str, str] = {**dict(TIERS), NOT_RATED: "Not rated"}
-TIER_RANK: dict[str, int] = {key: index for index, (key, _label) in enumerate(TIERS)}  # 0 = best
-EVIDENCE_KINDS: tuple[str, ...] = ("probe", "doc_review", "customer_feedback")
+TIERS: tuple[tuple[str, str], ...] = tuple((key, TIER_LABELS[key]) for key in spec.TIERS)  # best first
+TIER_RANK: dict[str, int] = {key: index for index, key in enumerate(spec.TIERS)}  # 0 = best
 HEADROOM_TOP = 5
 DECIMALS = 6
 

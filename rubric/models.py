@@ -12,6 +12,8 @@ from typing import Any
 from django.db import models
 from django.db.models import Q
 
+from rubric import spec
+
 
 class FrozenRubricError(Exception):
     """An edit of a frozen rubric version (or of its areas or criteria) was attempted."""
@@ -24,31 +26,16 @@ class FrozenRubricError(Exception):
         )
 
 
-class Tier(models.TextChoices):
-    PLATINUM = "platinum", "Platinum"
-    GOLD = "gold", "Gold"
-    SILVER = "silver", "Silver"
-    BRONZE = "bronze", "Bronze"
-    UNDERPERFORMING = "underperforming", "Underperforming"
-
-
-TIER_ORDER: tuple[str, ...] = tuple(t.value for t in Tier)  # best first
-
-
-class EvidenceKind(models.TextChoices):
-    PROBE = "probe", "Probe"
-    DOC_REVIEW = "doc_review", "Documentation review"
-    CUSTOMER_FEEDBACK = "customer_feedback", "Customer feedback"
-
-
-class Direction(models.TextChoices):
-    HIGHER = "higher", "Higher is better"
-    LOWER = "lower", "Lower is better"
-
-
-class Scale(models.TextChoices):
-    LINEAR = "linear", "Linear"
-    LOG = "log", "Logarithmic"
+# The vocabulary is rubric.spec's; these are its Django choices.
+Tier = models.TextChoices("Tier", spec.choice_members(spec.Tier, spec.TIER_LABELS), module=__name__)
+TIER_ORDER: tuple[str, ...] = spec.TIERS  # best first
+EvidenceKind = models.TextChoices(
+    "EvidenceKind",
+    [(k.name, (k.value, spec.EVIDENCE_KIND_LABELS[k])) for k in spec.EVIDENCE_KIND_ORDER],
+    module=__name__,
+)
+Direction = models.TextChoices("Direction", spec.choice_members(spec.Direction, spec.DIRECTION_LABELS), module=__name__)
+Scale = models.TextChoices("Scale", spec.choice_members(spec.Scale, spec.SCALE_LABELS), module=__name__)
 
 
 class RubricVersion(models.Model):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.db.models import Prefetch, QuerySet
 
 from rubric.models import Area, Criterion, RubricVersion
+from rubric.spec import rubric_fingerprint
 from rubric.yaml_format import (
     AreaSpec,
     CriterionSpec,
@@ -17,7 +18,6 @@ from rubric.yaml_format import (
     ScoringSpec,
     diff_specs,
     emit_rubric,
-    fingerprint_text,
 )
 
 
@@ -87,7 +87,7 @@ def rubric_version_export(*, rubric_version: RubricVersion) -> str:
 
 def rubric_version_content_fingerprint(*, rubric_version: RubricVersion) -> str:
     """sha256 of the canonical export, computed now from the stored rows."""
-    return fingerprint_text(rubric_version_export(rubric_version=rubric_version))
+    return rubric_fingerprint(rubric_version_export(rubric_version=rubric_version))
 
 
 def rubric_version_verify_fingerprint(*, rubric_version: RubricVersion) -> str:

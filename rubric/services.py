@@ -15,13 +15,13 @@ from django.utils import timezone
 
 from rubric.models import Area, Criterion, FrozenRubricError, RubricVersion
 from rubric.selectors import rubric_version_export, rubric_version_spec
+from rubric.spec import rubric_fingerprint
 from rubric.yaml_format import (
     KEY_RE,
     RubricFormatError,
     RubricProblem,
     RubricSpec,
     emit_rubric,
-    fingerprint_text,
     parse_rubric,
 )
 
@@ -130,7 +130,7 @@ def rubric_version_freeze(*, rubric_version: RubricVersion) -> RubricVersion:
     text = rubric_version_export(rubric_version=version)
     parse_rubric(text, filename=f"{version.label} (canonical export)")
     now = timezone.now()
-    fingerprint = fingerprint_text(text)
+    fingerprint = rubric_fingerprint(text)
     updated = RubricVersion.objects.filter(pk=version.pk, status=RubricVersion.Status.DRAFT).update(
         status=RubricVersion.Status.FROZEN, frozen_at=now, fingerprint=fingerprint
     )

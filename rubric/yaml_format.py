@@ -10,13 +10,12 @@ form and the API:
 * :func:`emit_rubric` writes a spec in the *canonical* form: fixed key order, floats in
   Python's shortest round-trip notation, strings quoted only where YAML needs it. Importing
   a canonical file and exporting it again gives the same bytes; the fingerprint of a
-  frozen version is the sha256 of this text.
+  frozen version is the sha256 of this text (``rubric.spec.rubric_fingerprint``).
 * :func:`diff_specs` lists what changed between two versions.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from dataclasses import dataclass, field, fields
@@ -26,14 +25,12 @@ import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from rubric.spec import EVIDENCE_KINDS, GATE_CAP_TIERS, TIERS, Direction, Scale
+
 FORMAT_ID = "opgrade-rubric/1"
 WEIGHT_TOLERANCE = 1e-6
-EVIDENCE_KINDS: tuple[str, ...] = ("probe", "doc_review", "customer_feedback")
-DIRECTIONS: tuple[str, ...] = ("higher", "lower")
-SCALES: tuple[str, ...] = ("linear", "log")
-TIERS: tuple[str, ...] = ("platinum", "gold", "silver", "bronze", "underperforming")
-# A failed gate caps the tier; capping at the top tier would cap nothing.
-GATE_CAP_TIERS: tuple[str, ...] = TIERS[1:]
+DIRECTIONS: tuple[str, ...] = tuple(d.value for d in Direction)
+SCALES: tuple[str, ...] = tuple(s.value for s in Scale)
 KEY_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 HEADER = "# Opgrade rubric, canonical form (manage.py rubric export). Format: rubric/README.md\n"
 
@@ -617,11 +614,6 @@ def emit_rubric(spec: RubricSpec) -> str:
         width=1_000_000, indent=2, default_flow_style=False, explicit_start=False,
     )
     return HEADER + body
-
-
-def fingerprint_text(text: str) -> str:
-    """sha256 hex digest of a canonical export: the content fingerprint recorded at freeze."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 # --------------------------------------------------------------------------- diffing

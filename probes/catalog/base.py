@@ -30,25 +30,7 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from probes.transport import CommandResult, Credentials, Endpoint, SshConnection, SshPool
-
-
-class Outcome(StrEnum):
-    """Same values as ``probes.models.Outcome`` (see the table in docs/domain.md)."""
-
-    PASS = "pass"  # noqa: S105 (an outcome, not a password)
-    FAIL = "fail"
-    WARN = "warn"
-    ERROR = "error"
-    PROVIDER_ERROR = "provider_error"
-    TIMEOUT = "timeout"
-    NOT_APPLICABLE = "not_applicable"
-
-
-class Area(StrEnum):
-    PROVISIONING = "provisioning"
-    RELIABILITY = "reliability"
-    MONITORING = "monitoring"
-    SECURITY = "security"
+from rubric.spec import Area, Direction, Outcome  # the shared vocabulary
 
 
 class Scope(StrEnum):
@@ -63,11 +45,6 @@ class Requirement(StrEnum):
     GPU = "gpu"
     PROVIDER_API = "provider_api"
     TWO_TENANTS = "two_tenants"
-
-
-class Direction(StrEnum):
-    HIGHER = "higher"  # more is better (bandwidth)
-    LOWER = "lower"  # less is better (latency, leaked lines)
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,11 @@ from ratings.engine_types import (
     ScoringInput,
     ScoringParams,
 )
-from ratings.scoring import with_fingerprint
 
 RV = "rv-1"
+# What freezing would have recorded (rubric.spec.rubric_fingerprint of the canonical export);
+# the engine carries it as given and only checks that a frozen rubric has one.
+FROZEN_FINGERPRINT = "f" * 64
 
 
 def rubric(
@@ -31,11 +33,10 @@ def rubric(
     **params: Any,
 ) -> RubricSpec:
     areas = areas or {c.area: 1.0 for c in criteria}
-    return with_fingerprint(
-        RubricSpec(
-            id=RV, name="opgrade", version="test", params=ScoringParams(**params),
-            areas=tuple(AreaSpec(k, w) for k, w in areas.items()), criteria=tuple(criteria), fingerprint="",
-        )
+    return RubricSpec(
+        id=RV, name="opgrade", version="test", params=ScoringParams(**params),
+        areas=tuple(AreaSpec(k, w) for k, w in areas.items()), criteria=tuple(criteria),
+        fingerprint=FROZEN_FINGERPRINT,
     )
 
 

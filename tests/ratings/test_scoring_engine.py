@@ -281,9 +281,9 @@ def test_publication_rule(point, probs, previous, cap, expected):
         (lambda i: dataclasses.replace(i, previous_tiers=(PreviousTier("a", "diamond"),)), ScoringInputError),
         (lambda i: dataclasses.replace(i, seed=-1), ScoringInputError),
         (lambda i: dataclasses.replace(i, providers=("a", "a")), ScoringInputError),
-        (lambda i: dataclasses.replace(i, rubric=dataclasses.replace(i.rubric, criteria=(dataclasses.replace(T, weight=5.0), PF, D))), RubricFingerprintError),
-        (lambda i: dataclasses.replace(i, rubric=dataclasses.replace(i.rubric, params=dataclasses.replace(i.rubric.params, coverage_floor=0.1))), RubricFingerprintError),
-        (lambda i: dataclasses.replace(i, rubric=scoring.with_fingerprint(dataclasses.replace(i.rubric, criteria=(dataclasses.replace(T, weight=math.nan), PF, D)))), ScoringInputError),
+        (lambda i: dataclasses.replace(i, rubric=dataclasses.replace(i.rubric, fingerprint="")), RubricFingerprintError),
+        (lambda i: dataclasses.replace(i, rubric=dataclasses.replace(i.rubric, fingerprint="not-a-sha256")), RubricFingerprintError),
+        (lambda i: dataclasses.replace(i, rubric=dataclasses.replace(i.rubric, criteria=(dataclasses.replace(T, weight=math.nan), PF, D))), ScoringInputError),
     ],
 )
 def test_bad_input_gets_a_clear_error(mutate, error):

@@ -21,7 +21,7 @@ from ratings.engine_types import (
     ProbeObservation,
     ScoringInput,
 )
-from ratings.scoring import canonical_json, content_hash, result_to_dict, score_cycle, with_fingerprint
+from ratings.scoring import canonical_json, content_hash, result_to_dict, score_cycle
 from tests.ratings.engine_builders import PROPERTY_CRITERIA, cycles, obs
 
 TIER_INDEX = {t: i for i, t in enumerate(TIERS)}
@@ -118,7 +118,7 @@ def transformed(inp: ScoringInput, key: str, fn) -> ScoringInput:  # type: ignor
             best, worst = fn(c.anchor_best), fn(c.anchor_worst)
             direction = "higher" if best > worst else "lower"
             crit[i] = dataclasses.replace(c, anchor_best=best, anchor_worst=worst, direction=direction)
-    rubric = with_fingerprint(dataclasses.replace(inp.rubric, criteria=tuple(crit)))
+    rubric = dataclasses.replace(inp.rubric, criteria=tuple(crit))
     rows = [
         dataclasses.replace(r, value=fn(r.value)) if r.criterion == key and r.value is not None else r
         for r in inp.probe_observations
@@ -226,7 +226,7 @@ def test_equal_composites_get_equal_tiers(inp, data):
 @given(cycles())
 def test_gates_cap_the_tier_and_never_raise_it(inp):
     no_gate = [dataclasses.replace(c, is_gate=False) if c.key == "isolation" else c for c in inp.rubric.criteria]
-    plain = dataclasses.replace(inp, rubric=with_fingerprint(dataclasses.replace(inp.rubric, criteria=tuple(no_gate))))
+    plain = dataclasses.replace(inp, rubric=dataclasses.replace(inp.rubric, criteria=tuple(no_gate)))
     gated, ungated = score_cycle(inp), score_cycle(plain)
     for g, u in zip(gated.providers, ungated.providers, strict=True):
         assert g.composite == u.composite

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from rubric.models import Area, Criterion, RubricVersion
 from rubric.selectors import rubric_version_export, rubric_version_verify_fingerprint
 from rubric.services import rubric_version_import
-from rubric.yaml_format import emit_rubric, fingerprint_text, parse_rubric
+from rubric.spec import rubric_fingerprint
+from rubric.yaml_format import emit_rubric, parse_rubric
 from tests.rubric.conftest import SHIPPED, SMALL
 
 # The starting probe catalog (domain.md) and the metric each binding must use.
@@ -62,7 +63,7 @@ def test_import_then_export_gives_the_shipped_file_byte_for_byte(shipped_yaml, t
 @pytest.mark.django_db
 def test_freezing_records_the_fingerprint_of_the_canonical_export(shipped_yaml):
     version = rubric_version_import(text=shipped_yaml, filename="shipped", freeze=True).rubric_version
-    assert version.fingerprint == fingerprint_text(shipped_yaml)
+    assert version.fingerprint == rubric_fingerprint(shipped_yaml)
     assert rubric_version_verify_fingerprint(rubric_version=version) == version.fingerprint
     assert rubric_version_export(rubric_version=version) == shipped_yaml
 
