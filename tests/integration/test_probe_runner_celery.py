@@ -14,12 +14,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 import redis
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from probes import services
 from probes.models import ClusterAccess, Finding, HostKeyPin, ProbeRun, TenantAccount
@@ -86,7 +88,7 @@ def start_worker(tmp_path: Path) -> Iterator[Callable[..., Worker]]:
     env = {**os.environ, **WORKER_ENV, "DATABASE_URL": database_url, "PYTHONPATH": str(ROOT)}
     workers: list[Worker] = []
 
-    def start(name: str = "w1", concurrency: int = 1) -> Worker:
+    def start(name: str = "w1", concurrency: int = 1, extra_env: dict[str, str] | None = None) -> Worker:
         log = tmp_path / f"{name}.log"
         argv = [
             sys.executable, "-m", "tests.probes.celery_worker", "-A", "config", "worker",
@@ -95,7 +97,12 @@ def start_worker(tmp_path: Path) -> Iterator[Callable[..., Worker]]:
         ]  # fmt: skip
         with log.open("wb") as out:
             process = subprocess.Popen(
-                argv, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                argv,
+                env={**env, **(extra_env or {})},
+                cwd=ROOT,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         worker = Worker(process, log)
         workers.append(worker)
@@ -114,9 +121,15 @@ def start_worker(tmp_path: Path) -> Iterator[Callable[..., Worker]]:
 
 
 def make_cluster(
-    login: Sshd, nodes: list[Sshd], key_path: Path, *, max_concurrency: int = 2, **access: object
+    login: Sshd,
+    nodes: list[Sshd],
+    key_path: Path,
+    *,
+    max_concurrency: int = 2,
+    provider: object = None,
+    **access: object,
 ):  # type: ignore[no-untyped-def]
-    cluster = ClusterFactory(gpu_count=0, gpu_model="")
+    cluster = ClusterFactory(gpu_count=0, gpu_model="", **({"provider": provider} if provider else {}))
     ClusterAccess.objects.create(
         cluster=cluster,
         login_host=login.host,
@@ -269,11 +282,11 @@ def test_a_killed_pool_process_has_its_run_finished_exactly_once_without_beat_or
 ) -> None:
     # Only the pool child dies: the worker's main process requeues the message at once
     # (reject_on_worker_lost), a fresh pool child gets it while the dead claim's heartbeat is
-    # still fresh, and no beat runs the sweeper. The redelivery must come back once the claim
-    # is stale rather than be dropped.
+    # still fresh (8 s here, so that it surely is), and no beat runs the sweeper. The
+    # redelivery must come back once the claim is stale rather than be dropped.
     login, *nodes = [sshd_factory() for _ in range(4)]
     cluster = make_cluster(login, nodes, user_key, max_concurrency=1)
-    worker = start_worker("poolkill")
+    worker = start_worker("poolkill", extra_env={"OPGRADE_PROBE_STALE_S": "8"})
     (run,) = services.probe_runs_start(cluster=cluster, probe_ids=["test_slow_node"])
     wait_for(
         lambda: ProbeRun.objects.get(pk=run.pk).progress_done >= 1, timeout_s=60, what="the first target"
@@ -291,4 +304,52 @@ def test_a_killed_pool_process_has_its_run_finished_exactly_once_without_beat_or
     assert done.attempt == 2 and (done.progress_done, done.progress_total) == (4, 4)
     assert sorted(f.target for f in findings) == sorted(f"{s.host}:{s.port}" for s in [login, *nodes])
     assert {f.outcome for f in findings} == {"pass"}
-    assert "WorkerLostError" in worker.text() and "not_claimed" not in worker.text()
+    assert "WorkerLostError" in worker.text() and f"probe run {run.pk}: held" in worker.text()
+
+
+def _max_overlap(intervals: list[tuple[datetime, datetime]]) -> int:
+    """The most intervals open at one instant (an end sorts before a start at the same time)."""
+    edges = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
+    most = current = 0
+    for _, step in edges:
+        current += step
+        most = max(most, current)
+    return most
+
+
+def test_two_workers_on_their_own_hostnames_run_every_run_once_within_the_providers_session_limit(
+    start_worker: Callable[..., Worker],
+    sshd_factory: Callable[..., Sshd],  # noqa: F811
+    user_key: Path,  # noqa: F811
+) -> None:
+    # Scale-out: two workers (as on two hosts: own -n names, own pools) share the probes queue,
+    # PostgreSQL and Redis. One provider with two clusters, each limited to 2 sessions; four runs
+    # of 3 targets want up to 8 sessions at once. The Redis semaphore must keep the provider at 2
+    # across both workers, and every run must execute exactly once.
+    limit = 2
+    servers = [sshd_factory() for _ in range(6)]
+    first = make_cluster(servers[0], servers[1:3], user_key, max_concurrency=limit)
+    second = make_cluster(servers[3], servers[4:6], user_key, max_concurrency=limit, provider=first.provider)
+    workers = [start_worker("alpha", concurrency=2), start_worker("beta", concurrency=2)]
+    slot = timezone.now().replace(microsecond=0)
+    runs = [
+        run
+        for offset in range(2)
+        for cluster in (first, second)
+        for run in services.probe_runs_start(
+            cluster=cluster, probe_ids=["test_slow_node"], slot=slot + timedelta(seconds=offset)
+        )
+    ]
+    assert len({r.pk for r in runs}) == 4
+
+    done = [run_until_terminal(run, timeout_s=150) for run in runs]
+
+    for run in done:
+        targets = list(Finding.objects.filter(run=run).values_list("target", flat=True))
+        assert run.status == ProbeRun.Status.DONE and run.attempt == 1, (run.error_code, run.error_message)
+        assert len(targets) == len(set(targets)) == 3
+    sessions = list(Finding.objects.filter(run__in=runs).values_list("started_at", "finished_at"))
+    assert len(sessions) == 12
+    assert _max_overlap(sessions) == limit  # reached (they contend) and never exceeded
+    for worker in workers:  # both took part
+        assert "probes.probe_run_execute[" in worker.text() and " succeeded in " in worker.text()
