@@ -13,6 +13,7 @@ from typing import Any
 
 from rest_framework.authtoken.models import Token
 from rest_framework.request import Request
+from rest_framework.settings import api_settings
 from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
 
@@ -20,11 +21,21 @@ def _is_token_client(request: Request) -> bool:
     return isinstance(getattr(request, "auth", None), Token)
 
 
-class AnonThrottle(AnonRateThrottle):
+class _CurrentRates:
+    """DRF copies the rates into a class attribute at import; read them per request instead,
+    so that a changed setting (a test's, or a reload) applies at once."""
+
+    scope: str
+
+    def get_rate(self) -> str | None:
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+
+
+class AnonThrottle(_CurrentRates, AnonRateThrottle):
     scope = "anon"
 
 
-class SessionUserThrottle(UserRateThrottle):
+class SessionUserThrottle(_CurrentRates, UserRateThrottle):
     """Signed-in users who are not token clients."""
 
     scope = "user"
@@ -35,7 +46,7 @@ class SessionUserThrottle(UserRateThrottle):
         return super().get_cache_key(request, view)
 
 
-class TokenThrottle(UserRateThrottle):
+class TokenThrottle(_CurrentRates, UserRateThrottle):
     """Clients authenticated with an API token."""
 
     scope = "token"

@@ -18,6 +18,8 @@ from rubric.selectors import rubric_version_export, rubric_version_spec
 from rubric.spec import rubric_fingerprint
 from rubric.yaml_format import (
     KEY_RE,
+    VERSION_RE,
+    VERSION_RULE,
     RubricFormatError,
     RubricProblem,
     RubricSpec,
@@ -146,8 +148,10 @@ def rubric_version_clone(*, source: RubricVersion, version: str, name: str | Non
     spec = rubric_version_spec(rubric_version=source)
     label = version.strip()
     new_name = name or source.name
-    if not label or len(label) > 32:
-        raise RubricFormatError([RubricProblem("clone", None, "version", "must be 1 to 32 characters")])
+    if not label or len(label) > 32 or not VERSION_RE.match(label):
+        raise RubricFormatError([RubricProblem(
+            "clone", None, "version", f"must be 1 to 32 characters, {VERSION_RULE}"
+        )])
     if not KEY_RE.match(new_name) or len(new_name) > 64:
         raise RubricFormatError([RubricProblem("clone", None, "name", "must be lower-case letters, digits, '_' or '-'")])
     if RubricVersion.objects.filter(name=new_name, version=label).exists():

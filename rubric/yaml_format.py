@@ -25,13 +25,21 @@ import yaml
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from config.text import unsafe_text_problem
 from rubric.spec import EVIDENCE_KINDS, GATE_CAP_TIERS, TIERS, Direction, Scale
 
 FORMAT_ID = "opgrade-rubric/1"
 WEIGHT_TOLERANCE = 1e-6
 DIRECTIONS: tuple[str, ...] = tuple(d.value for d in Direction)
 SCALES: tuple[str, ...] = tuple(s.value for s in Scale)
-KEY_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
+KEY_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*\Z")  # \Z: "$" would let a trailing newline through
+# A version label goes into file names and headers: no spaces, quotes, backslashes or controls.
+VERSION_RE = re.compile(r"^[^\s\"'\\\x00-\x1f\x7f]+\Z")
+VERSION_RULE = "no spaces, quotes, backslashes or control characters"
+# Bounds on what the parser reads: a rubric is ~30 KiB and 4 levels deep.
+MAX_RUBRIC_BYTES = 2 * 1024 * 1024
+MAX_YAML_DEPTH = 32
+MAX_NUMBER_DIGITS = 30
 HEADER = "# Opgrade rubric, canonical form (manage.py rubric export). Format: rubric/README.md\n"
 
 
@@ -179,10 +187,16 @@ class _Reader:
         if not isinstance(node, ScalarNode):
             self.problem(path, "expected a plain value here")
             return None
+        if node.tag.endswith((":int", ":float")) and len(node.value) > MAX_NUMBER_DIGITS:
+            self.problem(path, f"a number longer than {MAX_NUMBER_DIGITS} characters")
+            return None
         try:
             return self._constructor.construct_object(node, deep=True)
         except ConstructorError as exc:
             self.problem(path, f"cannot read value: {exc.problem}")
+            return None
+        except (ValueError, OverflowError) as exc:  # e.g. an int beyond Python's digit limit
+            self.problem(path, f"cannot read value: {exc}")
             return None
 
 
@@ -218,6 +232,10 @@ class _Checker:
         if required and not value.strip():
             self.r.problem((*path, key), "must not be empty")
             return None
+        unsafe = unsafe_text_problem(value)
+        if unsafe:
+            self.r.problem((*path, key), unsafe)
+            return None
         if pattern is not None and not pattern.match(value):
             self.r.problem((*path, key), f"'{value}' must be lower-case letters, digits, '_' or '-'")
             return None
@@ -234,7 +252,11 @@ class _Checker:
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.r.problem((*path, key), f"expected a number, got {_kind(value)}")
             return None
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:
+            self.r.problem((*path, key), "must be a finite number (this one is too large)")
+            return None
         if not math.isfinite(value):
             self.r.problem((*path, key), "must be a finite number")
             return None
@@ -264,11 +286,34 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else repr(value)
 
 
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader whose composer refuses nesting deeper than MAX_YAML_DEPTH (PyYAML recurses
+    once per level: 100,000 '[' used to be a RecursionError)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested deeper than {MAX_YAML_DEPTH} levels", mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
 def parse_rubric(text: str, *, filename: str = "<rubric>") -> RubricSpec:
     """Parse and validate a rubric document; raise RubricFormatError naming file, line and field."""
     reader = _Reader(filename)
+    if len(text) > MAX_RUBRIC_BYTES:
+        raise RubricFormatError([RubricProblem(filename, None, "", f"larger than {MAX_RUBRIC_BYTES} bytes")])
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=_BoundedLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -305,6 +350,9 @@ def _check(data: Any, reader: _Reader) -> RubricSpec | None:
         reader.problem(("format",), f"expected '{FORMAT_ID}', got {top['format']!r}")
     name = c.string(top, "name", (), pattern=KEY_RE, max_length=64)
     version = c.string(top, "version", (), max_length=32)
+    if version is not None and not VERSION_RE.match(version):
+        reader.problem(("version",), f"{version!r}: {VERSION_RULE}")
+        version = None
     title = c.string(top, "title", ())
     description = c.string(top, "description", (), required=False, max_length=10_000)
     scoring = _check_scoring(top.get("scoring"), c) if "scoring" in top else None
