@@ -14,7 +14,9 @@ A survey export is accepted as UTF-8 CSV with a header row holding exactly these
 | date              | no       | ISO date the answer was given, e.g. 2026-11-02           |
 
 Every row is checked and every problem reported with its line number in the file
-(the header is line 1), so a dry run lists all bad rows at once. Pure: text and the
+(the header is line 1), so a dry run lists all bad rows at once. A file that is not
+well-formed CSV (a quote left open, text after a closing quote) is refused whole at the
+line where the broken record starts: nothing after it can be read reliably. Pure: text and the
 allowed values in, frozen dataclasses out; no models, no clock.
 """
 
@@ -27,6 +29,8 @@ import hmac
 import io
 from collections.abc import Set
 from dataclasses import dataclass, field
+
+from config.text import unsafe_text_problem
 
 COLUMNS: tuple[str, ...] = (
     "provider_slug", "area_or_criterion", "rating", "source", "respondent_org", "comment", "date",
@@ -80,7 +84,9 @@ def feedback_csv_parse(
     """Parse and validate a survey export; return good rows and every bad row's errors."""
     if not pseudonym_key:
         raise ValueError("a pseudonym key is required to hash respondent organisations")
-    reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""))
+    # strict: a quote left open (or text after a closing quote) is an error, not a field that
+    # silently swallows every later row up to the end of the file.
+    reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""), strict=True)
     header = [h.strip() for h in next(reader, [])]
     if not any(header):
         return ParseResult(errors=(RowError(1, "the file is empty: expected a header row"),))
@@ -107,7 +113,12 @@ def feedback_csv_parse(
         except StopIteration:
             break
         except csv.Error as exc:
-            errors.append(RowError(line, f"not valid CSV: {exc}"))
+            errors.append(RowError(line, f"not valid CSV: {exc} (is a closing quote missing on this line?)"))
+            break
+        folded = _folded_field(header, fields)
+        if folded:
+            errors.append(RowError(line, f"the quoted {folded} field runs over several lines: is a closing quote "
+                                         "missing on this line? Nothing after it can be read reliably"))
             break
         if not fields or not any(f.strip() for f in fields):
             continue  # blank line
@@ -129,6 +140,15 @@ def feedback_csv_parse(
     return ParseResult(rows=tuple(rows), errors=tuple(errors))
 
 
+def _folded_field(header: list[str], fields: list[str]) -> str | None:
+    """The column of a field holding a line break, if any but a comment does. Only a comment
+    may span lines; any other field that does swallowed the next rows through a missing quote."""
+    for name, value in zip(header, fields, strict=False):
+        if name != "comment" and ("\n" in value or "\r" in value):
+            return name
+    return None
+
+
 def _row_parse(
     raw: dict[str | None, str | list[str] | None], *, line: int, provider_slugs: Set[str], rating_keys: Set[str],
     key: str,
@@ -143,6 +163,10 @@ def _row_parse(
     for name in sorted(REQUIRED):
         if not values[name]:
             errors.append(RowError(line, f"{name} is empty"))
+    for name in COLUMNS:
+        unsafe = unsafe_text_problem(values[name])
+        if unsafe:
+            errors.append(RowError(line, f"{name} {unsafe}"))
     slug, area, source = values["provider_slug"], values["area_or_criterion"], values["source"]
     if slug and slug not in provider_slugs:
         errors.append(RowError(line, f"provider_slug {slug!r} is not in this cycle's peer set"))
