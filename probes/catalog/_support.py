@@ -291,7 +291,7 @@ def provider_call(
     ``POST /v1/nodes/<name>/report-faulty``, ``GET /v1/events``.
     """
     if ctx.api is None:
-        raise Abort(Outcome.NOT_APPLICABLE, "no provider API configured")
+        raise Abort(Outcome.DECLINED, "declined: the provider offers no API for this (none is registered)")
     result = http(
         method, ctx.api.base_url.rstrip("/") + path, bearer=ctx.api.token, body=body, timeout_s=timeout_s
     )
@@ -351,7 +351,9 @@ def pick_victim(ctx: ProbeContext) -> str:
     idle = {n.name for n in slurm_nodes(ctx) if n.state == "idle" and n.healthy_in_pool}
     choices = [n for n in ready if n in idle]
     if len(choices) < 2:
-        raise Abort(Outcome.NOT_APPLICABLE, "fewer than two idle healthy nodes: not breaking the last one")
+        raise Abort(
+            Outcome.ERROR, "fewer than two idle healthy nodes now: not breaking the last one (try again)"
+        )
     return sorted(choices)[-1]
 
 
@@ -377,7 +379,10 @@ def log_query(
     url = endpoint_url(ctx, "logs_url")
     auth = None if no_auth else tenant_http_auth(ctx, label)
     if url is None or (auth is None and not no_auth):
-        raise Abort(Outcome.NOT_APPLICABLE, "no tenant log endpoint (settings.logs_url + tenant password)")
+        raise Abort(
+            Outcome.DECLINED,
+            "declined: the provider gives tenants no log endpoint (none registered: settings.logs_url + tenant password)",
+        )
     return http("GET", f"{url}/query", auth=auth, headers=headers, params={"contains": needle, "limit": "50"})
 
 
@@ -389,6 +394,4 @@ def settle(ctx: ProbeContext, *, timeout_s: float = 90) -> None:
         return True if nodes and all(n.get("status") == "ready" for n in nodes) else None
 
     if wait_for(calm, timeout_s=timeout_s, poll_s=1.0)[0] is None:
-        raise Abort(
-            Outcome.NOT_APPLICABLE, f"the pool did not settle (nodes booting or faulty) in {timeout_s:g} s"
-        )
+        raise Abort(Outcome.ERROR, f"the pool did not settle (nodes booting or faulty) in {timeout_s:g} s")

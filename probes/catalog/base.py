@@ -14,7 +14,9 @@ Rules every probe follows:
 * Parse in pure functions (``probes/parsers/`` or the probe's module): text in, frozen values out.
 * Keep "could not measure" apart from "measured bad": a transport failure or unparsable output is
   ``error``, a target where the question does not apply is ``not_applicable``, never ``pass``.
-  Unmet requirements are turned into ``not_applicable`` by the runner before ``execute`` is called.
+  Unmet requirements are turned into ``not_applicable`` (the question does not apply) or
+  ``declined`` (the provider withholds what it needs) by the runner before ``execute`` is called
+  (:meth:`Probe.skip`).
 * Evidence is bounded and redacted: use :meth:`ProbeContext.evidence`.
 
 This module imports no Django models and reads no clock (timings come from the transport).
@@ -45,6 +47,11 @@ class Requirement(StrEnum):
     GPU = "gpu"
     PROVIDER_API = "provider_api"
     TWO_TENANTS = "two_tenants"
+
+
+# What the provider gives (or withholds) rather than what the cluster is: a probe missing one of
+# these is declined, not inapplicable.
+PROVIDED_BY_PROVIDER = frozenset({Requirement.SSH, Requirement.PROVIDER_API, Requirement.TWO_TENANTS})
 
 
 @dataclass(frozen=True)
@@ -257,6 +264,25 @@ class Probe(ABC):
     @classmethod
     def unmet_requirements(cls, ctx: ProbeContext) -> frozenset[Requirement]:
         return cls.requirements - ctx.capabilities
+
+    @classmethod
+    def skip(cls, ctx: ProbeContext) -> tuple[Outcome, str] | None:
+        """Why this probe does not run on ``ctx``, as the outcome to record, or None when it runs.
+
+        ``not_applicable`` only where the question does not apply to this cluster (no GPU, another
+        scheduler); ``declined`` where the provider did not allow or provide what the probe needs
+        (no disruptive opt-in, no provider API, no tenant accounts or SSH access): the engine
+        scores a declined criterion at the worst anchor, so refusing a test never helps.
+        """
+        unmet = cls.unmet_requirements(ctx)
+        inapplicable = unmet - PROVIDED_BY_PROVIDER
+        if inapplicable:
+            return Outcome.NOT_APPLICABLE, f"does not apply: requires {', '.join(sorted(inapplicable))}"
+        if unmet:
+            return Outcome.DECLINED, f"declined: the provider gives no {', '.join(sorted(unmet))}"
+        if cls.disruptive and not ctx.disruptive_allowed:
+            return Outcome.DECLINED, "declined: disruptive, and the provider has not opted in to fault tests"
+        return None
 
     def targets(self, ctx: ProbeContext) -> list[Target]:
         """Default targets by scope. Override for something else (e.g. only GPU nodes)."""

@@ -45,7 +45,8 @@ class MetricsCoverage(CatalogProbe, definition="metrics_coverage"):
         auth = tenant_http_auth(ctx, tenant) if tenant else None
         if url is None or auth is None:
             raise Abort(
-                Outcome.NOT_APPLICABLE, "no tenant metrics endpoint (settings.metrics_url + tenant password)"
+                Outcome.DECLINED,
+                "declined: the provider gives tenants no metrics endpoint (none registered: settings.metrics_url + tenant password)",
             )
         listed = run(ctx, target.endpoint, NODE_ADDRESSES, timeout_s=20, what="sinfo")
         try:

@@ -137,7 +137,8 @@ class MetricsFreshness(CatalogProbe, definition="metrics_freshness"):
         auth = tenant_http_auth(ctx, label) if label else None
         if url is None or auth is None:
             raise Abort(
-                Outcome.NOT_APPLICABLE, "no tenant metrics endpoint (settings.metrics_url + tenant password)"
+                Outcome.DECLINED,
+                "declined: the provider gives tenants no metrics endpoint (none registered: settings.metrics_url + tenant password)",
             )
         node = compute_nodes(ctx)[-1]
         addresses = run(ctx, node, MY_ADDRESS, tenant=label, timeout_s=10, what="hostname -I").stdout.split()

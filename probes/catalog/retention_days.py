@@ -26,7 +26,8 @@ class RetentionDays(CatalogProbe, definition="retention_days"):
         auth = tenant_http_auth(ctx, ctx.tenants[0].label) if ctx.tenants else None
         if url is None or auth is None:
             raise Abort(
-                Outcome.NOT_APPLICABLE, "no tenant metrics endpoint (settings.metrics_url + tenant password)"
+                Outcome.DECLINED,
+                "declined: the provider gives tenants no metrics endpoint (none registered: settings.metrics_url + tenant password)",
             )
         resp = http("GET", f"{url}/api/v1/status/flags", auth=auth)
         evidence = resp.evidence(secrets_=ctx.secrets(), max_bytes=512)

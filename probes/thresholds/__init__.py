@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from probes.parsers.cmax import CheckMapping
 from probes.parsers.versions import MinimumSpec
 
 DATA_DIR = Path(__file__).resolve().parent
@@ -71,4 +72,18 @@ def min_versions() -> dict[str, MinimumSpec]:
             choice=str(spec.get("choice", "")),
         )
         for name, spec in data.items()
+    }
+
+
+@cache
+def cmax_check_map() -> dict[str, CheckMapping]:
+    """Every cmax check id -> the rubric criterion asking the same question (``cmax_checks.yaml``)."""
+    data = yaml.safe_load((DATA_DIR / "cmax_checks.yaml").read_text()) or {}
+    return {
+        str(check): CheckMapping(
+            criterion=spec.get("criterion") or None,
+            gpu=bool(spec.get("gpu", False)),
+            critical=bool(spec.get("critical", False)),
+        )
+        for check, spec in data.items()
     }

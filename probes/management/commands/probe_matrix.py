@@ -30,6 +30,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from probes.catalog import probe_get, probe_list
+from probes.catalog._support import Abort, provider_nodes, slurm_nodes, wait_for
 from probes.catalog.base import (
     FindingDraft,
     Outcome,
@@ -46,6 +47,7 @@ TESTBED_SETTINGS: dict[str, Any] = {
     "node_ready_time.ready_timeout_s": 60,
     "failure_detection_time.detect_timeout_s": 45,
     "node_replacement_time.replace_timeout_s": 60,
+    "node_replacement_time.victim_stable_s": 10,  # two health-check intervals of the testbed
     "alert_on_fault.alert_timeout_s": 30,
     "job_requeue_after_node_loss.requeue_timeout_s": 240,
     "metrics_freshness.visible_timeout_s": 60,
@@ -113,11 +115,12 @@ class ProbeResult:
     findings: list[FindingDraft] = field(default_factory=list)
     seconds: float = 0.0
     disruptive: bool = False
+    settled_s: float | None = None  # disruptive probes: how long the pool took to settle before it
 
     @property
     def outcome(self) -> str:
-        """The worst outcome over the probe's findings (fail > timeout > error > warn > pass > n/a)."""
-        order = ["fail", "provider_error", "timeout", "error", "warn", "pass", "not_applicable"]
+        """The worst outcome over the probe's findings (fail > timeout > declined > error > warn > pass > n/a)."""
+        order = ["fail", "provider_error", "timeout", "declined", "error", "warn", "pass", "not_applicable"]
         outcomes = {str(f.outcome) for f in self.findings}
         return next((o for o in order if o in outcomes), "none")
 
@@ -133,14 +136,10 @@ class ProbeResult:
 
 def probe_execute(probe: Probe, ctx: ProbeContext) -> list[FindingDraft]:
     """Run one probe over its targets the way the runner does, in-process (for the matrix and tests)."""
-    unmet = probe.unmet_requirements(ctx)
-    if unmet or (probe.disruptive and not ctx.disruptive_allowed):
-        why = f"requires {', '.join(sorted(unmet))}" if unmet else "disruptive; not opted in"
-        return [
-            FindingDraft(
-                target="cluster", outcome=Outcome.NOT_APPLICABLE, metric=probe.metric.name, summary=why
-            )
-        ]
+    skipped = probe.skip(ctx)
+    if skipped is not None:
+        outcome, why = skipped
+        return [FindingDraft(target="cluster", outcome=outcome, metric=probe.metric.name, summary=why)]
 
     def one(target: Any) -> list[FindingDraft]:
         try:
@@ -171,21 +170,62 @@ def probe_execute(probe: Probe, ctx: ProbeContext) -> list[FindingDraft]:
         return [d for drafts in pool.map(one, targets) for d in drafts]
 
 
+def pool_size(ctx: ProbeContext) -> int | None:
+    """How many nodes the provider API lists as ready (None without an API or when it errs)."""
+    if ctx.api is None:
+        return None
+    try:
+        return sum(1 for n in provider_nodes(ctx) if n.get("status") == "ready")
+    except Abort:
+        return None
+
+
+def pool_settle(ctx: ProbeContext, size: int, *, timeout_s: float = 180, poll_s: float = 1.0) -> float | None:
+    """Wait until the pool is back to ``size`` ready nodes, none booting, faulty or releasing, and
+    every one healthy in Slurm; returns the seconds waited, or None if it did not settle."""
+
+    def calm() -> bool | None:
+        try:
+            listed = provider_nodes(ctx)
+            healthy = {n.name for n in slurm_nodes(ctx) if n.healthy_in_pool}
+        except Abort:
+            return None
+        ready = {n.get("name") for n in listed if n.get("status") == "ready"}
+        settled = len(ready) >= size and all(n.get("status") == "ready" for n in listed) and ready <= healthy
+        return True if settled else None
+
+    done, waited = wait_for(calm, timeout_s=timeout_s, poll_s=poll_s)
+    return round(waited, 1) if done else None
+
+
 def catalog_run(
-    ctx: ProbeContext, probe_ids: Iterable[str] | None = None, *, progress: Any = None
+    ctx: ProbeContext,
+    probe_ids: Iterable[str] | None = None,
+    *,
+    progress: Any = None,
+    settle_timeout_s: float = 180,
 ) -> dict[str, ProbeResult]:
-    """Run the catalog (or ``probe_ids``) against ``ctx``; one :class:`ProbeResult` per probe."""
+    """Run the catalog (or ``probe_ids``) against ``ctx``; one :class:`ProbeResult` per probe.
+
+    Order: the non-disruptive probes first, the audit last among them (it installs and runs a
+    tool on the login node, whose load would disturb the timing probes), then the disruptive
+    probes one at a time, each only once the pool has settled back to its size at the start (a
+    node added by node_ready_time released, the last fault's node replaced): a fault probe then
+    measures its own fault, not the previous probe's tail.
+    """
     classes = [probe_get(p) for p in probe_ids] if probe_ids else probe_list()
-    # the audit installs and runs a tool on the login node: run it last so its load on a small
-    # cluster does not disturb the timing probes
-    classes.sort(key=lambda cls: cls.id == "clustermax_audit")
+    classes.sort(key=lambda cls: (cls.disruptive, cls.id == "clustermax_audit"))
     results: dict[str, ProbeResult] = {}
+    size = pool_size(ctx) if ctx.disruptive_allowed else None
     try:
         for cls in classes:
+            settled: float | None = None
+            if cls.disruptive and ctx.disruptive_allowed and size:
+                settled = pool_settle(ctx, size, timeout_s=settle_timeout_s)
             start = time.monotonic()
             findings = probe_execute(cls(), ctx)
             results[cls.id] = ProbeResult(
-                cls.id, findings, round(time.monotonic() - start, 2), cls.disruptive
+                cls.id, findings, round(time.monotonic() - start, 2), cls.disruptive, settled_s=settled
             )
             if progress:
                 progress(results[cls.id])
@@ -268,7 +308,9 @@ class Command(BaseCommand):
                     ctx,
                     opts["probe_ids"],
                     progress=lambda r, p=profile: self.stdout.write(
-                        f"  [{p}] {r.probe_id}: {r.cell()} ({r.seconds:.1f} s)"
+                        f"  [{p}] {r.probe_id}: {r.cell()} ({r.seconds:.1f} s"
+                        + (f"; pool settled {r.settled_s} s before" if r.settled_s is not None else "")
+                        + ")"
                     ),
                 )
                 total = time.monotonic() - t0

@@ -162,3 +162,28 @@ def test_host_key_fingerprint_matches_openssh():
     )
     key = host_key_of(f"ssh-ed25519 {blob} node1.tb")
     assert key.key_type == "ssh-ed25519" and key.fingerprint == expected
+
+
+def test_every_cmax_check_is_mapped_to_a_rubric_criterion_or_listed_as_unmapped(tmp_path, monkeypatch):
+    """Compared with the checks the wheel's cmax itself defines (its own report's list)."""
+    import sys
+    import zipfile
+
+    from probes.thresholds import cmax_check_map
+    from probes.thresholds.cmax_floors import newest_wheel
+
+    wheel = newest_wheel()
+    assert wheel is not None, "no clustermax wheel in var/wheels/cmax: run scripts/fetch-cmax-wheels.sh"
+    zipfile.ZipFile(wheel).extractall(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from cmax.audit_report import list_check_specs
+    from cmax.security import find_runtime_root
+
+    cmax_ids = {spec.key for spec in list_check_specs(find_runtime_root())}
+    mapping = cmax_check_map()
+    assert cmax_ids - set(mapping) == set(), "cmax checks missing from probes/thresholds/cmax_checks.yaml"
+    criteria = {c["key"] for c in yaml.safe_load(RUBRIC.read_text())["criteria"]}
+    for check, where in mapping.items():
+        assert where.criterion is None or where.criterion in criteria, (check, where.criterion)
+    for name in [m for m in sys.modules if m == "cmax" or m.startswith("cmax.")]:
+        del sys.modules[name]

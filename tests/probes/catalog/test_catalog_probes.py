@@ -326,3 +326,26 @@ def test_node_replacement_counts_a_repaired_victim_from_when_it_was_truly_back()
     assert watch.observe(4, {"node1", "node2"}, ["unhealthy"]) is None
     assert watch.observe(6, {"node1", "node2"}, []) is None
     assert watch.observe(9, {"node1", "node2"}, []) == 6
+
+
+def test_a_provider_that_refuses_fault_tests_or_offers_no_api_is_declined_not_excused():
+    from probes.catalog.base import Requirement
+    from probes.management.commands.probe_matrix import probe_execute
+
+    cluster = FakeCluster(lambda u, h, c: result())
+    no_opt_in = cluster.context(
+        capabilities={Requirement.SSH, Requirement.SLURM, Requirement.PROVIDER_API, Requirement.TWO_TENANTS}
+    )
+    (refused,) = probe_execute(probe_get("node_replacement_time")(), no_opt_in)
+    assert refused.outcome is Outcome.DECLINED and "opted in" in refused.summary
+    (no_api,) = probe_execute(probe_get("node_ready_time")(), cluster.context())
+    assert no_api.outcome is Outcome.DECLINED and "provider_api" in no_api.summary
+    (no_gpu,) = probe_execute(probe_get("gpu_inventory")(), cluster.context())
+    assert no_gpu.outcome is Outcome.NOT_APPLICABLE
+
+
+def test_monitoring_probes_without_a_tenant_metrics_endpoint_are_declined():
+    cluster = FakeCluster(lambda u, h, c: result())
+    for probe_id in ("metrics_coverage", "retention_days"):
+        (finding,) = probe_get(probe_id)().execute(cluster.context(), CLUSTER)
+        assert finding.outcome is Outcome.DECLINED, (probe_id, finding.summary)

@@ -150,3 +150,49 @@ def test_cmax_rejects_another_schema():
         parse_audit_values(json.dumps(doc))
     with pytest.raises(ParseError):
         parse_audit_values("not json")
+
+
+def graded(gpu_cluster: bool, edit=None):
+    from probes.parsers.cmax import grade_checks
+    from probes.thresholds import cmax_check_map
+
+    doc = json.loads(captured("cmax/security_local_testhost.checks.json"))
+    if edit:
+        edit(doc["checks"])
+    return {c.check_id: c for c in grade_checks(json.dumps(doc), cmax_check_map(), gpu_cluster=gpu_cluster)}
+
+
+def test_cmax_per_check_verdicts_are_kept_with_the_rubric_criterion_each_maps_to():
+    checks = graded(gpu_cluster=True)
+    assert checks["securityVersions.cudaToolkit.status"].outcome == "fail"
+    assert checks["securityVersions.cudaToolkit.status"].criterion == "software_baseline"
+    assert checks["bmc-ipmi"].criterion == "bmc_unreachable" and checks["bmc-ipmi"].outcome == "pass"
+    assert checks["security.fragnesia.status"].criterion == "unmapped"
+    assert checks["access.sshToComputeNodes"].outcome == "not_applicable"  # cmax skipped it
+
+
+def test_a_cpu_only_cluster_answers_gpu_software_checks_not_applicable():
+    from probes.parsers.cmax import pass_ratio
+
+    checks = graded(gpu_cluster=False)
+    toolkit = checks["securityVersions.cudaToolkit.status"]
+    assert toolkit.cmax_status == "fail" and toolkit.outcome == "not_applicable"
+    assert checks["securityVersions.runc.status"].outcome == "warn"  # not a GPU check
+    # pass: bmc-ipmi, workerCheckOk, guestKernel, januscape; warn (kept, not counted): docker, runc
+    assert pass_ratio(tuple(checks.values())) == pytest.approx(1.0)
+    assert pass_ratio(tuple(graded(gpu_cluster=True).values())) == pytest.approx(4 / 5)  # + cudaToolkit fail
+
+
+def test_a_failed_check_clustermax_grades_critical_is_critical_and_a_new_check_is_kept_unmapped():
+    def edit(rows):
+        next(r for r in rows if r["id"] == "bmc-ipmi")["status"] = "fail"
+        rows.append({"id": "security.brandNew.status", "title": "New", "category": "isolation", "status": "fail"})
+
+    checks = graded(gpu_cluster=False, edit=edit)
+    assert checks["bmc-ipmi"].critical
+    new = checks["security.brandNew.status"]
+    assert new.criterion == "unmapped" and new.outcome == "fail" and "not in Opgrade's mapping" in new.note
+    with pytest.raises(ParseError):
+        from probes.parsers.cmax import grade_checks
+
+        grade_checks('{"checks": [{"id": "x", "status": "maybe"}]}', {}, gpu_cluster=False)
