@@ -40,6 +40,10 @@ from testbed import configs, runtime
 from testbed.errors import TestbedError
 from testbed.layout import Layout, state_read, state_update, state_write
 
+# The host's own software that a tenant of the testbed must not see (an empty tmpfs over it on the
+# login and compute nodes): /usr/local holds the host's CUDA toolkit, which would otherwise be
+# judged as the testbed's (a CPU-only cluster has none).
+HOST_ONLY = ["/usr/local"]
 FAULT_KINDS = ("link_down", "slurmd_killed", "hung", "unhealthy", "clear")
 BAD_FLAGS = ("DOWN", "DRAIN", "FAIL", "NOT_RESPONDING")
 TICK_S = 1.0
@@ -232,6 +236,7 @@ class Agent:
             runtime.wrap_in_node(
                 netns=lay.netns_login,
                 hostname="login",
+                tmpfs=HOST_ONLY,
                 boot_kernels=self.boot_kernels,
                 **self.sshd_mounts(),
                 argv=[
@@ -382,7 +387,7 @@ class Agent:
         wrap: dict[str, Any] = {
             "netns": netns,
             "hostname": name,
-            "tmpfs": [f"{root}/noderun"],
+            "tmpfs": [f"{root}/noderun", *HOST_ONLY],
             "boot_kernels": self.boot_kernels,
             "private_tmp": "job" if self.private_tmp else "",
         }
@@ -555,7 +560,7 @@ class Agent:
                     runtime.wrap_in_node(
                         netns=node["netns"],
                         hostname=name,
-                        tmpfs=[f"{self.lay.root}/noderun"],
+                        tmpfs=[f"{self.lay.root}/noderun", *HOST_ONLY],
                         boot_kernels=self.boot_kernels,
                         private_tmp="job" if self.private_tmp else "",
                         argv=["slurmd", "-D", "-f", str(self.lay.slurm_conf), "-N", name],
