@@ -186,7 +186,6 @@ def _prepare(lay: Layout, knobs: dict[str, Any]) -> None:
         ("slurm", 0o755),
         ("slurm/ctld", 0o700),
         ("slurm/spool", 0o755),
-        ("slurm/jobtmp", 0o700),  # job_container/tmpfs BasePath (fs.private_tmp): per-job /tmp
         ("run", 0o755),
         ("run/nginx", 0o755),
         ("run/rsyslog", 0o700),
@@ -195,7 +194,7 @@ def _prepare(lay: Layout, knobs: dict[str, Any]) -> None:
         ("ssh", 0o700),
         ("nginx", 0o750),
         ("prometheus", 0o700),  # each tenant's TSDB (series, labels, pushed values) is root's
-        ("rsyslog", 0o755),
+        ("rsyslog", 0o700),  # its configuration names every tenant
         ("faults", 0o755),
         ("munge-etc", 0o700),
         ("munge-run", 0o755),

@@ -185,9 +185,10 @@ def pam_namespace_conf() -> str:
 
 
 def job_container_conf(lay: Layout) -> str:
-    """job_container/tmpfs: every job gets its own /tmp and /dev/shm, kept under a root-only
-    BasePath in the testbed's directory (Slurm refuses one on /tmp)."""
-    return f"AutoBasePath=true\nBasePath={lay.root}/slurm/jobtmp\n"
+    """job_container/tmpfs: every job gets its own /tmp and /dev/shm, kept under BasePath on the
+    node's own ``noderun`` tmpfs (Slurm refuses /tmp; a BasePath shared by the nodes' slurmds on
+    disk made the plugin's namespace mount fail after the first job)."""
+    return f"AutoBasePath=true\nBasePath={lay.root}/noderun/jobs\n"
 
 
 def nginx_log_dir(lay: Layout, knobs: dict[str, Any]) -> Any:

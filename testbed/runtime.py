@@ -293,7 +293,8 @@ def wrap_in_node(
         return list(argv)
     script = [f"hostname {shlex.quote(hostname)}"] if hostname else []
     for path in tmpfs:
-        script.append(f"mount -t tmpfs -o size=1m,mode=755 opgtb {shlex.quote(path)}")
+        # 64m: with fs.private_tmp, jobs' private /tmp and /dev/shm live here too
+        script.append(f"mount -t tmpfs -o size=64m,mode=755 opgtb {shlex.quote(path)}")
     # each file is written only if its tmpfs is mounted: a failed mount must never write to the host
     if boot_kernels and os.path.isdir("/boot"):
         files = " ".join(
