@@ -61,7 +61,7 @@ def _domain_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseE
     """(forbidden, conflict, bad input) domain error classes, in that order of precedence."""
     forbidden = _classes("reviews.services.RoleRefused", "reports.errors.ReportPermissionError")
     conflict = _classes(
-        "rubric.models.FrozenRubricError", "rubric.services.RubricConflictError", "ratings.models.ImmutableRowError",
+        "rubric.models.FrozenRubricError", "rubric.services.RubricConflictError", "config.immutability.ImmutableError",
         "reports.errors.ReportImmutableError",
     )
     bad_input = _classes(

@@ -15,15 +15,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-
-class FindingImmutable(Exception):
-    """Something tried to change or delete a stored finding."""
+from config.immutability import ImmutableModel
 
 
 class Outcome(models.TextChoices):
@@ -103,7 +99,7 @@ class ProbeRun(models.Model):
         return f"{self.progress_done}/{self.progress_total}" if self.progress_total else "-"
 
 
-class Finding(models.Model):
+class Finding(ImmutableModel):
     run = models.ForeignKey(ProbeRun, on_delete=models.PROTECT, related_name="findings")
     probe_id = models.CharField(max_length=96)
     probe_version = models.CharField(max_length=32)
@@ -133,16 +129,11 @@ class Finding(models.Model):
             ),
         ]
 
+    immutable_hint = "record a new run instead"
+
     def __str__(self) -> str:
         return f"{self.probe_id}/{self.metric or 'outcome'} on {self.target}: {self.outcome}"
 
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self._state.adding:
-            raise FindingImmutable("a finding is immutable once written; record a new run instead")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args: Any, **kwargs: Any) -> Any:
-        raise FindingImmutable("a finding is immutable and is never deleted")
 
 
 class ClusterAccess(models.Model):

@@ -24,6 +24,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
 
+from config.immutability import ImmutableModel
 from rubric import spec
 
 
@@ -220,21 +221,13 @@ class CustomerFeedback(models.Model):
 
 
 # -------------------------------------------------------------------------------------- scores
-class ImmutableRowError(Exception):
-    """A score snapshot or tier assignment was asked to change; they never do."""
+class _Immutable(ImmutableModel):
+    """A score snapshot or tier assignment never changes (config.immutability; ratings.guards)."""
 
+    immutable_hint = "compute a new snapshot"
 
-class _Immutable(models.Model):
     class Meta:
         abstract = True
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if not self._state.adding:
-            raise ImmutableRowError(f"{type(self).__name__} {self.pk} is immutable; compute a new snapshot")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args: Any, **kwargs: Any) -> Any:
-        raise ImmutableRowError(f"{type(self).__name__} {self.pk} is immutable and is never deleted")
 
 
 class ScoreSnapshot(_Immutable):

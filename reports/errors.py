@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from config.immutability import ImmutableError
+
 
 class ReportError(Exception):
     """Base class: a report operation was refused and nothing was written."""
@@ -19,5 +21,5 @@ class ReportInputError(ReportError):
     """The input (document, notice, replacement) is invalid."""
 
 
-class ReportImmutableError(ReportError):
+class ReportImmutableError(ReportError, ImmutableError):
     """Code tried to change or delete a published-family report."""

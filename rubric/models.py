@@ -12,10 +12,11 @@ from typing import Any
 from django.db import models
 from django.db.models import Q
 
+from config.immutability import ImmutableError
 from rubric import spec
 
 
-class FrozenRubricError(Exception):
+class FrozenRubricError(ImmutableError):
     """An edit of a frozen rubric version (or of its areas or criteria) was attempted."""
 
     def __init__(self, rubric_version: RubricVersion | None = None, what: str = "it") -> None:

@@ -2,59 +2,19 @@
 
 The models refuse it in ``save``/``delete``; these triggers are the last line, so a raw
 ``QuerySet.update()``, a bulk delete or a SQL console cannot rewrite a computed result
-either. A correction is a new snapshot. PostgreSQL (tests, production) gets a plpgsql
-function raising SQLSTATE 23000 (Django: IntegrityError); SQLite (the quick start) gets
-``RAISE(ABORT, ...)`` triggers (also IntegrityError). TRUNCATE (test database flushes) is
-not a row operation and stays possible for the database owner.
+either. A correction is a new snapshot. The guards are ``ratings.guards``, written for
+PostgreSQL and SQLite by ``config.immutability`` (both surface as IntegrityError).
 """
 
 from django.db import migrations
 
-MESSAGE = "score snapshots and tier assignments are immutable; compute a new snapshot instead"
-TABLES = ("ratings_scoresnapshot", "ratings_tierassignment")
-
-POSTGRES_FORWARD = [
-    f"""
-    CREATE OR REPLACE FUNCTION ratings_refuse_snapshot_change() RETURNS trigger AS $$
-    BEGIN
-        RAISE EXCEPTION '% (% % id=%)', '{MESSAGE}', TG_OP, TG_TABLE_NAME, OLD.id
-            USING ERRCODE = 'integrity_constraint_violation';
-    END;
-    $$ LANGUAGE plpgsql;
-    """,
-    *(
-        f"""
-        CREATE TRIGGER {table}_immutable
-            BEFORE UPDATE OR DELETE ON {table}
-            FOR EACH ROW EXECUTE FUNCTION ratings_refuse_snapshot_change();
-        """
-        for table in TABLES
-    ),
-]
-POSTGRES_REVERSE = [
-    *(f"DROP TRIGGER IF EXISTS {table}_immutable ON {table};" for table in TABLES),
-    "DROP FUNCTION IF EXISTS ratings_refuse_snapshot_change();",
-]
-SQLITE_FORWARD = [
-    f"""
-    CREATE TRIGGER {table}_immutable_{op} BEFORE {op.upper()} ON {table}
-    FOR EACH ROW BEGIN SELECT RAISE(ABORT, '{MESSAGE} ({table})'); END;
-    """
-    for table in TABLES
-    for op in ("update", "delete")
-]
-SQLITE_REVERSE = [f"DROP TRIGGER IF EXISTS {table}_immutable_{op};" for table in TABLES for op in ("update", "delete")]
+from config import immutability
 
 
-def _run(statements: dict[str, list[str]]):
-    def apply(apps, schema_editor) -> None:
-        vendor = schema_editor.connection.vendor
-        if vendor not in statements:
-            raise RuntimeError(f"no snapshot immutability triggers written for database vendor {vendor!r}")
-        for sql in statements[vendor]:
-            schema_editor.execute(sql, params=None)
+def _guards():
+    from ratings.guards import GUARDS
 
-    return apply
+    return GUARDS
 
 
 class Migration(migrations.Migration):
@@ -63,10 +23,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunPython(
-            _run({"postgresql": POSTGRES_FORWARD, "sqlite": SQLITE_FORWARD}),
-            _run({"postgresql": POSTGRES_REVERSE, "sqlite": SQLITE_REVERSE}),
-        ),
+        migrations.RunPython(*immutability.migration_operations(_guards)),
         migrations.RunPython(
             lambda apps, schema_editor: _citations_check(schema_editor, add=True),
             lambda apps, schema_editor: _citations_check(schema_editor, add=False),

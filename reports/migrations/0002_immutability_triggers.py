@@ -1,8 +1,8 @@
-"""Install the database triggers that keep published reports immutable (reports.dbguard)."""
+"""Install the database triggers that keep published reports immutable (reports.guards)."""
 
 from django.db import migrations
 
-from reports import dbguard
+from config import immutability
 
 FROZEN_COLUMNS = [
     "cycle_id", "content", "content_hash", "supersedes_id", "correction_notice", "published_at",
@@ -10,12 +10,13 @@ FROZEN_COLUMNS = [
 ]
 
 
-def forwards(apps, schema_editor):
-    dbguard.install(schema_editor, FROZEN_COLUMNS)
+def _guards():
+    from reports.guards import report_guard
+
+    return (report_guard(FROZEN_COLUMNS),)  # the columns as this migration was written
 
 
-def backwards(apps, schema_editor):
-    dbguard.uninstall(schema_editor)
+forwards, backwards = immutability.migration_operations(_guards)
 
 
 class Migration(migrations.Migration):

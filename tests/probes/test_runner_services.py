@@ -8,8 +8,9 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from config.immutability import ImmutableError
 from probes import services
-from probes.models import ClusterAccess, Finding, FindingImmutable, HostKeyPin, ProbeRun, TenantAccount
+from probes.models import ClusterAccess, Finding, HostKeyPin, ProbeRun, TenantAccount
 from probes.transport import AuthFailed, CommandResult, HostKey, HostKeyChanged, HostUnreachable
 from tests.factories import ClusterFactory
 from tests.probes.fakes import FakeTransport, ok
@@ -180,9 +181,9 @@ def test_findings_are_immutable_in_the_model_and_in_the_database(cluster) -> Non
     services.probe_run_execute(run_id=run.pk, worker="w1", pool_factory=fake.pool)
     finding = Finding.objects.filter(run=run).first()
     finding.outcome = "fail"
-    with pytest.raises(FindingImmutable):
+    with pytest.raises(ImmutableError):
         finding.save()
-    with pytest.raises(FindingImmutable):
+    with pytest.raises(ImmutableError):
         finding.delete()
     with pytest.raises(IntegrityError), transaction.atomic():
         Finding.objects.filter(pk=finding.pk).update(outcome="fail")

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import IntegrityError, connection, transaction
 
+from config.immutability import ImmutableError
 from probes.models import Finding, ProbeRun
 from ratings.engine_types import (
     EmptyPeerSetError,
@@ -27,7 +28,6 @@ from ratings.engine_types import (
 from ratings.models import (
     CustomerFeedback,
     DocReview,
-    ImmutableRowError,
     ScoreSnapshot,
     TierAssignment,
     respondent_org_hash,
@@ -156,9 +156,9 @@ def test_doc_reviews_need_a_citation_and_a_score_in_range(rubric, django_user_mo
 def test_snapshots_and_assignments_are_immutable_in_the_model_and_the_database(sample):
     snapshot = cycle_scores_compute(cycle=sample)
     assignment = snapshot.assignments.first()
-    with pytest.raises(ImmutableRowError):
+    with pytest.raises(ImmutableError):
         snapshot.save()
-    with pytest.raises(ImmutableRowError):
+    with pytest.raises(ImmutableError):
         assignment.delete()
     with pytest.raises(IntegrityError, match="immutable"), transaction.atomic():
         ScoreSnapshot.objects.filter(pk=snapshot.pk).update(seed=1)
