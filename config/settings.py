@@ -79,6 +79,7 @@ INSTALLED_APPS = [
     "reviews",
     "probes",
     "reports",
+    "workbench",  # the analysts' cycle workbench: reads every app, imported by none
     "quickstart",  # last: the demo orchestrator (see quickstart/models.py for why it has one)
 ]
 

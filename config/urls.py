@@ -17,6 +17,7 @@ admin.site.site_title = "Opgrade admin"
 admin.site.index_title = "Ratings of GPU cloud operators"
 
 urlpatterns = [
+    path("admin/workbench/", include("workbench.urls")),  # before admin/: the cycle workbench
     path("admin/", admin.site.urls),
     path("api/", include("config.api")),
     path("api-auth/", include("rest_framework.urls")),

@@ -153,6 +153,16 @@ ACCESS: dict[str, Entry] = {
     ),
     "api/public/reports/": _get(EVERYONE, public=True),
     "api/public/reports/<pk>/": _get(NOBODY, obj="b_report", public=True),
+    # --- the cycle workbench (admin pages of workbench/): readers see all of a cycle, runners
+    # act, reviewers get only their own assignments there, provider accounts never get in ----
+    "admin/workbench/": _get(STAFF),
+    "admin/workbench/<slug>/": _get(STAFF, obj="cycle", provider_owned=False),
+    "admin/workbench/<slug>/probes/": Entry(methods={"POST": RUNNERS}, obj="cycle", provider_owned=False),
+    "admin/workbench/<slug>/tiers/": Entry(
+        methods={"GET": READERS, "POST": RUNNERS}, obj="cycle", provider_owned=False
+    ),
+    "admin/workbench/<slug>/report/": Entry(methods={"POST": RUNNERS}, obj="cycle", provider_owned=False),
+    "admin/workbench/reports/<pk>/preview/": _get(READERS, obj="b_report"),
 }
 
 

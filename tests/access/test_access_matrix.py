@@ -75,7 +75,9 @@ def _methods(pattern: URLPattern) -> tuple[frozenset[str], str]:
 def routes() -> list[Route]:
     found: dict[tuple[str, bool], Route] = {}
     for raw, pattern in _walk(get_resolver().url_patterns):
-        if raw.startswith("admin/") or raw.startswith("static/"):
+        # The admin site's own pages have their table (ADMIN_ACCESS); pages mounted below
+        # admin/ by an app (the cycle workbench) are routes like any other.
+        if (raw.startswith("admin/") and not raw.startswith("admin/workbench/")) or raw.startswith("static/"):
             continue
         key, formatted = normalise(raw)
         methods, view = _methods(pattern)

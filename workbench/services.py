@@ -1,0 +1,239 @@
+"""Writes started from the cycle workbench, each through the owning app's services.
+
+* ``cycle_probes_run``: run the probes a cycle still lacks (never run, ended in error, or left
+  harness-error findings) for one provider or the whole peer set, as one-off runs
+  (``probes.services.probe_runs_start``; no schedule needed). Non-disruptive probes start at
+  once; disruptive ones (fault injection) wait until those have finished and then run one
+  at a time, last: ``probe_sequence_advance`` moves that queue on, driven by a small Celery
+  task that re-checks the rows (state lives on ProbeRun rows, never in the task).
+* ``cycle_tiers_preview``: score the cycle with the pure engine without storing anything, and
+  say what changed against the latest stored snapshot; ``ratings.services.cycle_scores_compute``
+  stores it.
+* ``cycle_report_draft``: a draft report from the latest snapshot (``reports.services``).
+
+Who may call these is decided by the views (analysts and admins act); the services check
+the cycle's state, not the user.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from probes.catalog import UnknownProbe, probe_get
+from probes.models import ClusterAccess, ProbeRun
+from probes.services import probe_runs_start
+from providers.models import Cluster, Cycle, Provider
+from ratings.engine_types import ScoringInputError
+from ratings.models import ScoreSnapshot
+from ratings.scoring import score_cycle
+from ratings.selectors import cycle_default_seed, cycle_evidence_get
+from reports.models import Report
+from reports.services import report_draft_create_from_snapshot
+from rubric.models import Criterion
+from workbench.selectors import probe_runs_with_errors
+
+RERUN_STATUSES = frozenset({ProbeRun.Status.ERROR, ProbeRun.Status.CANCELLED})
+SEQUENCE_POLL_S = 15
+
+
+class WorkbenchError(Exception):
+    """The action cannot be taken as asked; the message says why, in words."""
+
+
+@dataclass
+class ProbePlan:
+    started: list[ProbeRun] = field(default_factory=list)
+    queued_disruptive: dict[str, list[str]] = field(default_factory=dict)  # cluster -> probe ids, in order
+    skipped: list[str] = field(default_factory=list)  # "cluster: why"
+
+
+def cycle_probe_ids(*, cycle: Cycle) -> list[str]:
+    """Catalog probes the cycle's rubric binds to a criterion, in rubric order."""
+    ids = (
+        Criterion.objects.filter(rubric_version=cycle.rubric_version)
+        .exclude(probe_id="")
+        .order_by("area__position", "position", "key")
+        .values_list("probe_id", "evidence_kinds")
+    )
+    out = []
+    for probe_id, kinds in ids:
+        if "probe" not in kinds or probe_id in out:
+            continue
+        try:
+            probe_get(probe_id)
+        except UnknownProbe:
+            continue
+        out.append(probe_id)
+    return out
+
+
+def probes_needing_a_run(*, cycle: Cycle, clusters: list[Cluster], probe_ids: list[str]) -> dict[int, list[str]]:
+    """cluster id -> probe ids with no run in this cycle, or whose latest run failed or left
+    harness errors. A pending or running probe is left alone."""
+    latest = (
+        ProbeRun.objects.filter(cycle=cycle, cluster__in=clusters, probe_id__in=probe_ids)
+        .values("cluster_id", "probe_id").annotate(last=Max("id")).order_by()
+    )
+    last_ids = [r["last"] for r in latest]
+    state = {
+        (r.cluster_id, r.probe_id): r
+        for r in probe_runs_with_errors(ProbeRun.objects.filter(pk__in=last_ids)).only("cluster_id", "probe_id", "status")
+    }
+    out: dict[int, list[str]] = {}
+    for cluster in clusters:
+        needed = []
+        for probe_id in probe_ids:
+            run = state.get((cluster.pk, probe_id))
+            if run is None or run.status in RERUN_STATUSES or (
+                run.status == ProbeRun.Status.DONE and run.has_harness_errors
+            ):
+                needed.append(probe_id)
+        out[cluster.pk] = needed
+    return out
+
+
+def _slot(now: datetime | None = None) -> datetime:
+    """The current minute: a double click within it starts nothing twice (idempotency key)."""
+    return (now or timezone.now()).replace(second=0, microsecond=0)
+
+
+@transaction.atomic
+def cycle_probes_run(*, cycle: Cycle, provider: Provider | None = None, now: datetime | None = None) -> ProbePlan:
+    """Start the missing or failed probes of ``provider`` (or the whole peer set) in ``cycle``."""
+    peers = cycle.providers.all()
+    if provider is not None:
+        if not peers.filter(pk=provider.pk).exists():
+            raise WorkbenchError(f"{provider.name} is not in the peer set of {cycle.name}")
+        peers = peers.filter(pk=provider.pk)
+    probe_ids = cycle_probe_ids(cycle=cycle)
+    plan = ProbePlan()
+    if not probe_ids:
+        plan.skipped.append(f"the rubric {cycle.rubric_version} binds no probe of the catalog")
+        return plan
+    clusters = list(Cluster.objects.filter(provider__in=peers).select_related("provider").order_by("provider__name", "name"))
+    with_access = set(ClusterAccess.objects.filter(cluster__in=clusters).values_list("cluster_id", flat=True))
+    needed = probes_needing_a_run(cycle=cycle, clusters=clusters, probe_ids=probe_ids)
+    slot = _slot(now)
+    for cluster in clusters:
+        if cluster.pk not in with_access:
+            plan.skipped.append(f"{cluster}: no access configured yet")
+            continue
+        todo = needed.get(cluster.pk, [])
+        if not todo:
+            continue
+        gentle = [p for p in todo if not probe_get(p).disruptive]
+        disruptive = [p for p in todo if probe_get(p).disruptive]
+        if gentle:
+            plan.started.extend(probe_runs_start(cluster=cluster, probe_ids=gentle, slot=slot, cycle=cycle))
+        if disruptive:
+            plan.queued_disruptive[str(cluster)] = disruptive
+            wait = [r.pk for r in plan.started if r.cluster_id == cluster.pk]
+            _sequence_send(cycle_id=cycle.pk, cluster_id=cluster.pk, wait_ids=wait, remaining=disruptive, slot=slot)
+    return plan
+
+
+def _sequence_send(*, cycle_id: int, cluster_id: int, wait_ids: list[int], remaining: list[str],
+                   slot: datetime, countdown: int = 0) -> None:
+    from workbench.tasks import probe_sequence_advance_task
+
+    args = (cycle_id, cluster_id, wait_ids, remaining, slot.isoformat())
+    transaction.on_commit(lambda: probe_sequence_advance_task.apply_async(args, countdown=countdown))
+
+
+def probe_sequence_advance(
+    *, cycle_id: int, cluster_id: int, wait_ids: list[int], remaining: list[str], slot: datetime
+) -> str:
+    """One step of a cluster's disruptive queue: wait while runs are active, else start the next.
+
+    Returns "waiting", "started <probe>" or "done". Idempotent: the run of a probe in a slot has
+    one idempotency key, so a redelivered step finds the run it already started.
+    """
+    active = ProbeRun.objects.filter(pk__in=wait_ids).exclude(status__in=ProbeRun.TERMINAL).exists()
+    if active:
+        with transaction.atomic():
+            _sequence_send(cycle_id=cycle_id, cluster_id=cluster_id, wait_ids=wait_ids, remaining=remaining,
+                           slot=slot, countdown=SEQUENCE_POLL_S)
+        return "waiting"
+    if not remaining:
+        return "done"
+    cycle = Cycle.objects.get(pk=cycle_id)
+    cluster = Cluster.objects.get(pk=cluster_id)
+    probe_id, rest = remaining[0], list(remaining[1:])
+    with transaction.atomic():
+        runs = probe_runs_start(cluster=cluster, probe_ids=[probe_id], slot=slot, cycle=cycle)
+        _sequence_send(cycle_id=cycle_id, cluster_id=cluster_id, wait_ids=[r.pk for r in runs], remaining=rest,
+                       slot=slot, countdown=SEQUENCE_POLL_S if rest else 0)
+    return f"started {probe_id}"
+
+
+# ------------------------------------------------------------------------------------------ tiers
+@dataclass(frozen=True)
+class TierChange:
+    provider: str
+    name: str
+    before: str  # "" when the provider had no tier in the latest snapshot
+    after: str
+    coverage_before: float | None
+    coverage_after: float
+    composite_before: float | None
+    composite_after: float | None
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+@dataclass(frozen=True)
+class TiersPreview:
+    changes: list[TierChange]
+    snapshot: ScoreSnapshot | None  # the latest stored one, compared against
+    already_stored: bool  # the same result is the latest snapshot
+
+
+def cycle_tiers_preview(*, cycle: Cycle) -> TiersPreview:
+    """Score ``cycle`` without storing, and compare with its latest snapshot.
+
+    Raises WorkbenchError with the engine's own words when the evidence cannot be scored.
+    """
+    from ratings.scoring import content_hash
+
+    try:
+        result = score_cycle(cycle_evidence_get(cycle=cycle, seed=cycle_default_seed(cycle=cycle)))
+    except ScoringInputError as exc:
+        raise WorkbenchError(f"the cycle cannot be scored: {exc}") from exc
+    latest = ScoreSnapshot.objects.filter(cycle=cycle).order_by("-created_at", "-id").first()
+    before = {}
+    if latest is not None:
+        before = {t.provider.slug: t for t in latest.assignments.select_related("provider")}
+    names = dict(cycle.providers.values_list("slug", "name"))
+    changes = []
+    for r in result.providers:
+        old = before.get(r.provider)
+        changes.append(TierChange(
+            provider=r.provider, name=names.get(r.provider, r.provider),
+            before=old.tier if old else "", after=r.tier,
+            coverage_before=old.coverage if old else None, coverage_after=r.coverage,
+            composite_before=old.composite if old else None, composite_after=r.composite,
+        ))
+    stored = latest is not None and latest.content_hash == content_hash(result)
+    return TiersPreview(changes=changes, snapshot=latest, already_stored=stored)
+
+
+# ----------------------------------------------------------------------------------------- report
+def cycle_report_draft(*, cycle: Cycle, user: Any) -> Report:
+    """A draft report from the cycle's latest snapshot (or the draft already made from it)."""
+    snapshot = ScoreSnapshot.objects.filter(cycle=cycle).order_by("-created_at", "-id").first()
+    if snapshot is None:
+        raise WorkbenchError("compute tiers first: the cycle has no score snapshot")
+    existing = Report.objects.filter(
+        cycle=cycle, status=Report.Status.DRAFT, source__score_snapshot=snapshot
+    ).order_by("-id").first()
+    if existing is not None:
+        return existing
+    return report_draft_create_from_snapshot(snapshot=snapshot, user=user)

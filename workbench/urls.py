@@ -1,0 +1,17 @@
+"""URLs of the cycle workbench, mounted under /admin/workbench/ (config/urls.py)."""
+
+from django.contrib import admin
+from django.urls import path
+
+from workbench import views
+
+app_name = "workbench"
+
+urlpatterns = [
+    path("", admin.site.admin_view(views.cycle_index), name="index"),
+    path("reports/<int:pk>/preview/", admin.site.admin_view(views.report_preview), name="report_preview"),
+    path("<slug:slug>/", admin.site.admin_view(views.cycle_page), name="cycle"),
+    path("<slug:slug>/probes/", admin.site.admin_view(views.probes_run), name="probes_run"),
+    path("<slug:slug>/tiers/", admin.site.admin_view(views.tiers), name="tiers"),
+    path("<slug:slug>/report/", admin.site.admin_view(views.report_draft), name="report_draft"),
+]

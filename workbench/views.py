@@ -1,0 +1,199 @@
+"""The cycle workbench pages, inside the admin (its look, its login, its role rules).
+
+Who sees what: analysts and admins read everything and act; publishers read everything and
+act on nothing here; reviewers see only their own assignments of the cycle (never the matrix,
+which would show their peers' reviews); provider accounts and anonymous users never get in
+(the admin's login wall refuses non-staff). Each action is a POST that calls one service
+and redirects back with a message; every page reads without JavaScript.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.loader import render_to_string
+from django.template.response import TemplateResponse
+from django.urls import NoReverseMatch, reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+
+from providers.models import Cycle, Provider
+from ratings.engine_types import ScoringInputError
+from ratings.services import cycle_scores_compute
+from reports.context import group_by_tier
+from reports.errors import ReportError
+from reports.models import Report
+from reviews.access import Role, user_role
+from workbench import selectors, services
+
+READERS = frozenset({Role.ANALYST, Role.PUBLISHER, Role.ADMIN})
+ACTORS = frozenset({Role.ANALYST, Role.ADMIN})
+VIEWERS = READERS | {Role.REVIEWER}
+
+
+def _require(request: HttpRequest, roles: frozenset[Role]) -> Role:
+    role = user_role(request.user)
+    if role not in roles:
+        raise PermissionDenied("Your role may not use this page of the workbench.")
+    return role
+
+
+def _context(request: HttpRequest, **extra: Any) -> dict[str, Any]:
+    return {**admin.site.each_context(request), **extra}
+
+
+def _back(cycle: Cycle) -> HttpResponseRedirect:
+    return HttpResponseRedirect(reverse("workbench:cycle", args=[cycle.slug]))
+
+
+@require_safe
+def cycle_index(request: HttpRequest) -> HttpResponse:
+    role = _require(request, VIEWERS)
+    cycles = selectors.cycle_workbench_list()
+    if role == Role.REVIEWER:
+        mine = set(request.user.review_assignments.values_list("cycle_id", flat=True))  # type: ignore[union-attr]
+        cycles = [c for c in cycles if c.pk in mine]
+    return TemplateResponse(request, "workbench/index.html", _context(request, cycles=cycles, title="Cycle workbench"))
+
+
+def _cell_url(provider: Provider, criterion: Any, cell: selectors.Cell, cycle: Cycle) -> str:
+    if cell.findings and criterion.probe_id:
+        query = {"run__cycle__id__exact": cycle.pk, "run__cluster__provider__id__exact": provider.pk,
+                 "probe_id": criterion.probe_id}
+        return reverse("admin:probes_finding_changelist") + "?" + urlencode(query)
+    if cell.doc_reviews:
+        query = {"cycle__id__exact": cycle.pk, "provider__id__exact": provider.pk, "criterion__id__exact": criterion.pk}
+        return reverse("admin:ratings_docreview_changelist") + "?" + urlencode(query)
+    if cell.reviews_open:
+        query = {"cycle__id__exact": cycle.pk, "provider__id__exact": provider.pk}
+        return reverse("admin:reviews_reviewassignment_changelist") + "?" + urlencode(query)
+    if cell.feedback:
+        query = {"cycle__id__exact": cycle.pk, "provider__id__exact": provider.pk}
+        return reverse("admin:ratings_customerfeedback_changelist") + "?" + urlencode(query)
+    return ""
+
+
+@require_safe
+def cycle_page(request: HttpRequest, slug: str) -> HttpResponse:
+    role = _require(request, VIEWERS)
+    cycle = get_object_or_404(Cycle.objects.select_related("rubric_version"), slug=slug)
+    if role == Role.REVIEWER:
+        assignments = selectors.reviewer_assignments_get(cycle=cycle, reviewer=request.user)
+        return TemplateResponse(request, "workbench/reviewer.html", _context(
+            request, cycle=cycle, assignments=assignments, title=f"{cycle.name}: your review assignments",
+        ))
+    wb = selectors.cycle_workbench_get(cycle=cycle)
+    for row in wb.rows:
+        for criterion, cell in zip(wb.criteria, row.cells, strict=True):
+            cell.url = _cell_url(row.provider, criterion, cell, cycle)
+    return TemplateResponse(request, "workbench/cycle.html", _context(
+        request, wb=wb, cycle=cycle, can_act=role in ACTORS, title=f"Workbench: {cycle.name}",
+    ))
+
+
+@require_POST
+def probes_run(request: HttpRequest, slug: str) -> HttpResponse:
+    _require(request, ACTORS)
+    cycle = get_object_or_404(Cycle, slug=slug)
+    provider = None
+    if request.POST.get("provider"):
+        provider = Provider.objects.filter(pk=request.POST["provider"]).first() if request.POST[
+            "provider"].isdigit() else None
+        if provider is None:
+            messages.error(request, "No such provider.")
+            return _back(cycle)
+    try:
+        plan = services.cycle_probes_run(cycle=cycle, provider=provider)
+    except services.WorkbenchError as exc:
+        messages.error(request, str(exc))
+        return _back(cycle)
+    who = provider.name if provider else "the peer set"
+    if plan.started:
+        messages.success(request, f"Started {len(plan.started)} probe runs for {who}.")
+    for cluster, probes in plan.queued_disruptive.items():
+        messages.info(request, f"{cluster}: disruptive probes run last, one at a time: {', '.join(probes)}.")
+    if not plan.started and not plan.queued_disruptive:
+        messages.info(request, f"Nothing to run for {who}: every probe has a run that did not fail.")
+    for why in plan.skipped:
+        messages.warning(request, f"Skipped {why}.")
+    return _back(cycle)
+
+
+@require_http_methods(["GET", "POST"])
+def tiers(request: HttpRequest, slug: str) -> HttpResponse:
+    role = _require(request, READERS)
+    cycle = get_object_or_404(Cycle.objects.select_related("rubric_version"), slug=slug)
+    if request.method == "POST":
+        if role not in ACTORS:
+            raise PermissionDenied("Only analysts and admins compute tiers.")
+        wb = selectors.cycle_workbench_get(cycle=cycle)
+        if not wb.can_compute:
+            blocked = "; ".join(i.text for i in wb.readiness if i.blocking and not i.ok)
+            messages.error(request, f"Not ready to compute tiers: {blocked}.")
+            return _back(cycle)
+        try:
+            snapshot = cycle_scores_compute(cycle=cycle)
+        except ScoringInputError as exc:
+            messages.error(request, f"The cycle cannot be scored: {exc}")
+            return _back(cycle)
+        messages.success(request, f"Tiers computed: score snapshot #{snapshot.pk}.")
+        return _back(cycle)
+    preview, error = None, ""
+    try:
+        preview = services.cycle_tiers_preview(cycle=cycle)
+    except services.WorkbenchError as exc:
+        error = str(exc)
+    return TemplateResponse(request, "workbench/tiers.html", _context(
+        request, cycle=cycle, preview=preview, error=error, can_act=role in ACTORS,
+        title=f"Tiers of {cycle.name}: preview",
+    ))
+
+
+@require_POST
+def report_draft(request: HttpRequest, slug: str) -> HttpResponse:
+    _require(request, ACTORS)
+    cycle = get_object_or_404(Cycle.objects.select_related("rubric_version"), slug=slug)
+    wb = selectors.cycle_workbench_get(cycle=cycle)
+    if not wb.can_draft:
+        blocked = "; ".join(i.text for i in wb.readiness if i.blocking and not i.ok) or "no score snapshot yet"
+        messages.error(request, f"Not ready to draft the report: {blocked}.")
+        return _back(cycle)
+    try:
+        report = services.cycle_report_draft(cycle=cycle, user=request.user)
+    except (services.WorkbenchError, ReportError) as exc:
+        messages.error(request, str(exc))
+        return _back(cycle)
+    messages.success(request, f"Draft report #{report.pk} is ready; preview it below.")
+    return HttpResponseRedirect(reverse("workbench:report_preview", args=[report.pk]))
+
+
+def _methodology_url(doc: dict[str, Any]) -> str:
+    rubric = doc.get("rubric") or {}
+    try:
+        return reverse("reports:methodology", args=[rubric.get("name", ""), rubric.get("version", "")])
+    except NoReverseMatch:
+        return ""
+
+
+@require_safe
+def report_preview(request: HttpRequest, pk: int) -> HttpResponse:
+    """A draft (or fact-check) report rendered as its public overview page will be."""
+    _require(request, READERS)
+    report = get_object_or_404(Report.objects.select_related("cycle"), pk=pk)
+    doc = report.content if isinstance(report.content, dict) else {}
+    try:
+        html = render_to_string("reports/overview.html", {
+            "report": report, "doc": doc, "superseded_by": None, "methodology_url": _methodology_url(doc),
+            "groups": group_by_tier(doc.get("providers") or []),
+        })
+    except (KeyError, TypeError, ValueError, AttributeError, NoReverseMatch) as exc:
+        return TemplateResponse(request, "workbench/report_preview.html", _context(
+            request, report=report, cycle=report.cycle, error=f"This report's document cannot be rendered: {exc!r}",
+            title=f"Preview of report #{report.pk}",
+        ))
+    # The page exactly as the public overview renders it; its stamp names the draft status.
+    return HttpResponse(html)
