@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import urlsplit
 
+import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -56,40 +57,26 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 def database_from_url(name: str, url: str, *, base_dir: Path) -> dict[str, Any]:
     """Turn `sqlite:///relative/or//absolute.sqlite3` or `postgres://user:pw@host:port/db`
-    into a Django DATABASES entry. Anything else is a configuration error naming `name`."""
-    parts = urlsplit(url)
-    if parts.scheme == "sqlite":
-        raw_path = unquote(parts.path)
-        if not raw_path or raw_path == "/":
+    into a Django DATABASES entry (parsed by dj-database-url). Anything else is a
+    configuration error naming `name`."""
+    scheme = urlsplit(url).scheme
+    if scheme not in {"sqlite", "postgres", "postgresql", "pgsql"}:
+        raise ImproperlyConfigured(f"{name} must start with sqlite:/// or postgres://, got scheme {scheme!r}")
+    try:
+        config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True))
+    except ValueError as exc:  # dj_database_url.ParseError: e.g. a port that is not a number
+        raise ImproperlyConfigured(f"{name}: cannot parse {url!r} ({exc})") from None
+    if scheme == "sqlite":
+        if config["NAME"] in ("", ":memory:"):
             raise ImproperlyConfigured(f"{name}: a sqlite URL needs a file path, got {url!r}")
         # sqlite:///var/db.sqlite3 is relative to the project; sqlite:////abs/path is absolute.
-        path = Path(raw_path[1:]) if raw_path.startswith("/") else Path(raw_path)
-        if not path.is_absolute():
-            path = base_dir / path
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(path)}
-    if parts.scheme in {"postgres", "postgresql", "pgsql"}:
-        db_name = unquote(parts.path.lstrip("/"))
-        if not db_name:
-            raise ImproperlyConfigured(f"{name}: a PostgreSQL URL needs a database name, got {url!r}")
-        try:
-            port = parts.port
-        except ValueError:
-            raise ImproperlyConfigured(f"{name}: the port in {url!r} is not a number") from None
-        options = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        return {
-            "ENGINE": "django.db.backends.postgresql",
-            "NAME": db_name,
-            "USER": unquote(parts.username or ""),
-            "PASSWORD": unquote(parts.password or ""),
-            "HOST": parts.hostname or "",
-            "PORT": str(port or ""),
-            "CONN_MAX_AGE": 60,
-            "CONN_HEALTH_CHECKS": True,
-            "OPTIONS": options,
-        }
-    raise ImproperlyConfigured(
-        f"{name} must start with sqlite:/// or postgres://, got scheme {parts.scheme!r}"
-    )
+        path = Path(config["NAME"])
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(path if path.is_absolute() else base_dir / path)}
+    if not config["NAME"]:
+        raise ImproperlyConfigured(f"{name}: a PostgreSQL URL needs a database name, got {url!r}")
+    config["PORT"] = str(config.get("PORT") or "")
+    config.setdefault("OPTIONS", {})
+    return config
 
 
 def redis_url(name: str, default: str) -> str:
