@@ -9,8 +9,8 @@ Every path the probe declares is checked the same way, and fails closed:
 1. positive control on that path: B itself must see its canary there (``squeue -a``,
    ``scontrol show jobs``, ``sacct -a``), polled for up to ``control_wait_s`` (accounting lags
    behind the controller, more so under load);
-2. then A asks the same path, retried while the command errs (slurmdbd restarting, a controller
-   busy) for up to ``retry_wait_s``.
+2. then A asks the same path, retried while the command errs or hangs (slurmdbd stopped or
+   restarting, a controller busy) for up to ``retry_wait_s``.
 
 A path is ``checked`` (control seen, A's answer read, no nonce), ``exposed`` (A saw the nonce:
 a critical fail with the path and the redacted command and output), ``absent`` (only for
@@ -112,7 +112,9 @@ class SchedulerPrivacy(CatalogProbe, definition="scheduler_privacy"):
         last: dict[str, CommandResult] = {}
 
         def ask(tenant: str) -> CommandResult:
-            result = run(ctx, target.endpoint, path.command, tenant=tenant, timeout_s=30, what=path.name)
+            # a command that hangs (slurmdbd stopped) is a failed look, retried like an erring one
+            assert target.endpoint is not None
+            result = ctx.ssh(target.endpoint, tenant=tenant).run(path.command, timeout_s=20)
             last[tenant] = result
             return result
 
