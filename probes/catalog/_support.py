@@ -15,17 +15,17 @@ Not pure (it talks to hosts); the parsing it leads to is in ``probes/parsers``.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import secrets
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
+
+import requests
+from requests.auth import HTTPBasicAuth
 
 from probes.catalog.base import (
     Area,
@@ -218,14 +218,6 @@ class HttpResult:
         }
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect)
-
-
 def http(
     method: str,
     url: str,
@@ -237,31 +229,32 @@ def http(
     body: Any = None,
     timeout_s: float = 10.0,
 ) -> HttpResult:
-    """One bounded HTTP request; never raises for HTTP or network errors (status 0 + error)."""
+    """One bounded HTTP request (requests; redirects are not followed, the environment's proxies
+    and .netrc are not read); never raises for HTTP or network errors (status 0 + error)."""
     parsed = urllib.parse.urlsplit(url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise ValueError(f"refusing URL {url!r}: http(s) with a host only")
-    if params:
-        url = f"{url}{'&' if parsed.query else '?'}{urllib.parse.urlencode(list(dict(params).items()) if isinstance(params, Mapping) else list(params))}"
     sent: dict[str, str] = dict(headers or {})
-    if auth is not None:
-        sent["Authorization"] = "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
     if bearer is not None:
         sent["Authorization"] = f"Bearer {bearer}"
     data = None
     if body is not None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         sent.setdefault("Content-Type", "application/json" if not isinstance(body, bytes) else "text/plain")
-    request = urllib.request.Request(url, data=data, method=method, headers=sent)  # noqa: S310 - scheme checked
-    try:
-        with _OPENER.open(request, timeout=timeout_s) as resp:
-            raw = resp.read(HTTP_MAX_BYTES)
-            return HttpResult(method, url, resp.status, raw.decode("utf-8", "replace"), sent)
-    except urllib.error.HTTPError as exc:
-        raw = exc.read(HTTP_MAX_BYTES) if exc.fp else b""
-        return HttpResult(method, url, exc.code, raw.decode("utf-8", "replace"), sent)
-    except (urllib.error.URLError, OSError, TimeoutError) as exc:
-        return HttpResult(method, url, 0, "", sent, error=str(getattr(exc, "reason", exc)))
+    request = requests.Request(
+        method, url, headers=sent, params=list(params.items()) if isinstance(params, Mapping) else params,
+        data=data, auth=HTTPBasicAuth(*auth) if auth is not None and bearer is None else None,
+    ).prepare()
+    url = request.url or url
+    sent = {k: v for k, v in request.headers.items() if k != "Content-Length"}
+    with requests.Session() as session:
+        session.trust_env = False
+        try:
+            with session.send(request, timeout=timeout_s, allow_redirects=False, stream=True) as resp:
+                raw = resp.raw.read(HTTP_MAX_BYTES, decode_content=True)
+                return HttpResult(method, url, resp.status_code, raw.decode("utf-8", "replace"), sent)
+        except (requests.RequestException, OSError) as exc:
+            return HttpResult(method, url, 0, "", sent, error=str(exc))
 
 
 def tenant_http_auth(ctx: ProbeContext, label: str) -> tuple[str, str] | None:
