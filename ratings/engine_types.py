@@ -59,6 +59,8 @@ class ProbeObservation:
     criterion: str
     outcome: Outcome
     value: float | None = None
+    critical: bool = False  # the finding was flagged critical (an isolation breach): fails a gate
+    ref: str = ""  # which finding this is (e.g. "finding 812"), named when it fails a gate
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,7 @@ class KindResult:
 class CriterionResult:
     key: str
     area: str
-    status: str  # "measured" | "missing" | "not_applicable"
+    status: str  # "measured" | "declined" (scored at the worst anchor, not covered) | "missing" | "not_applicable"
     score: float | None
     weight_share: float  # effective weight in the composite (0 when not measured)
     kinds: tuple[KindResult, ...]
@@ -156,9 +158,18 @@ class AreaResult:
 
 @dataclass(frozen=True)
 class GateCap:
+    """A failed gate. ``reason``: "critical" (a critical finding), "failed_replicate" (a failing
+    replicate of a pass/fail gate) or "score" (the criterion's score under its threshold).
+    ``replicate`` (1-based, of ``replicates``, in the canonical order of the findings' refs)
+    and ``finding`` name the first failing replicate; they are empty for "score"."""
+
     criterion: str
     cap_tier: str
     score: float
+    reason: str = "score"
+    replicate: int | None = None
+    replicates: int = 0
+    finding: str = ""
 
 
 @dataclass(frozen=True)
@@ -171,7 +182,7 @@ class ProviderResult:
     hysteresis_held: bool
     probabilities: tuple[tuple[str, float], ...]  # (tier, P) for all five tiers, best first
     composite: float | None
-    composite_pessimistic: float  # missing criteria and unmeasured areas counted as 0
+    composite_pessimistic: float | None  # missing criteria and unmeasured areas counted as 0; None if not rated
     ci_low: float | None
     ci_high: float | None
     coverage: float

@@ -160,6 +160,12 @@ class ScoringParams:
     borderline_threshold: float = 0.7
     hysteresis_threshold: float = 0.2
     feedback_prior_strength: float = 5.0
+    # The rating (1-5) customer feedback is shrunk toward: a rubric constant, never the peer
+    # mean, so one provider's ratings never move another's score. 3.0 is the scale's middle.
+    feedback_prior_mean: float = 3.0
+    # A tier boundary needs a gap of at least this many composite points (0-1) besides the
+    # bootstrap's confirmation; 0 keeps any confirmed gap.
+    boundary_min_gap: float = 0.0
     tier_floors: TierFloors = field(default_factory=TierFloors)
     ci_level: float = 0.95
 

@@ -10,6 +10,8 @@ How the rated providers' composites become tiers (docs/domain.md "Tiers"):
    ``min over u in U, l in L of P(u > l) >= confidence``. ``P(u > l)`` compares the two
    providers' bootstrap distributions as independent samples (ties count one half); it
    depends on those two providers only, never on a third one or on the replicates' pairing.
+   The gap must also be at least the rubric's ``boundary_min_gap`` (composite points), so a
+   certain but negligible difference (two reviewers agreeing on 3.6 and 3.65) is no boundary.
 3. **Choice.** Of the confirmed cuts, the (at most) four with the largest gaps become tier
    boundaries; equal gaps prefer the higher cut. Nothing else: no number of groups is
    estimated, so no small move elsewhere can change how many groups there are.
@@ -58,6 +60,7 @@ Pure: numpy only; no Django, no clock, no random numbers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,6 +75,9 @@ MAX_BOUNDARIES = MAX_GROUPS - 1
 # the all-pairs comparison cheap for a thousand providers. Quantiles of pointwise larger
 # replicates are pointwise larger, so every monotonicity argument carries over.
 GRID_SIZE = 100
+# Gaps are compared after rounding (like the composites), so float noise cannot decide
+# between two equal gaps; rounding keeps every order it does not turn into a tie.
+GAP_DECIMALS = 12
 
 
 @dataclass(frozen=True)
@@ -156,7 +162,9 @@ def choose(gaps: np.ndarray, confirmed: np.ndarray) -> np.ndarray:
     return chosen
 
 
-def point_tiers(composites: np.ndarray, pairs: np.ndarray, confidence: float) -> tuple[np.ndarray, list[Cut]]:
+def point_tiers(
+    composites: np.ndarray, pairs: np.ndarray, confidence: float, min_gap: float = 0.0
+) -> tuple[np.ndarray, list[Cut]]:
     """Peer tier index (0 = top group) of every provider, and every candidate cut, best first."""
     n = len(composites)
     order = np.argsort(composites, kind="stable")
@@ -165,8 +173,8 @@ def point_tiers(composites: np.ndarray, pairs: np.ndarray, confidence: float) ->
     if len(starts) < 2:
         return np.zeros(n, dtype=np.int64), []
     conf = _cut_confidences(pairs[np.ix_(order, order)], ends)
-    gaps = ordered[starts[1:]] - ordered[ends[:-1]]
-    confirmed = conf >= confidence
+    gaps = np.round(ordered[starts[1:]] - ordered[ends[:-1]], GAP_DECIMALS)
+    confirmed = (conf >= confidence) & (gaps >= min_gap)
     chosen = choose(gaps, confirmed)
     # run r has the cuts r, r+1, ... above it
     above = np.append(np.cumsum(chosen[::-1])[::-1], 0)
@@ -189,7 +197,8 @@ def point_tiers(composites: np.ndarray, pairs: np.ndarray, confidence: float) ->
 
 # --------------------------------------------------------------- one provider, replicated
 def conditional_tiers(
-    composites: np.ndarray, pairs: np.ndarray, confidence: float, i: int, values: np.ndarray
+    composites: np.ndarray, pairs: np.ndarray, confidence: float, i: int, values: np.ndarray,
+    min_gap: float = 0.0, *, bisect: bool = True,
 ) -> np.ndarray:
     """Peer tier of provider ``i`` if its composite were each of ``values``, the others at theirs.
 
@@ -199,10 +208,52 @@ def conditional_tiers(
     ``P`` held fixed), so a replicate further up never gets a worse tier.
     """
     values = np.asarray(values, dtype=np.float64)
+    evaluate = _conditional_rule(composites, pairs, confidence, i, min_gap)
+    if not bisect or len(values) <= 4 * MAX_BOUNDARIES:
+        return evaluate(values)
+    return _monotone_eval(evaluate, values)
+
+
+def _monotone_eval(evaluate: Callable[[np.ndarray], np.ndarray], values: np.ndarray) -> np.ndarray:
+    """A non-increasing step function at many points, from two vectorised evaluations.
+
+    The rule is evaluated on a coarse grid of the sorted values; between two grid points with
+    the same tier every value has that tier (the rule is non-increasing in the value: own
+    monotonicity with P fixed), so only the stretches where the tier steps are evaluated
+    point by point. Exact; tests compare it with evaluating every value.
+    """
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    size = len(values)
+    step = max(1, int(np.sqrt(size)))
+    grid = np.unique(np.append(np.arange(0, size, step), size - 1))
+    at_grid = evaluate(ordered[grid])
+    out = np.empty(size, dtype=np.int64)
+    out[grid] = at_grid
+    changes = np.flatnonzero(at_grid[1:] != at_grid[:-1])
+    same = np.ones(size, dtype=bool)
+    for j in changes:
+        same[grid[j] + 1 : grid[j + 1]] = False
+    # constant stretches take the grid value on their left
+    left = np.searchsorted(grid, np.arange(size), side="right") - 1
+    fill = same & ~np.isin(np.arange(size), grid)
+    out[fill] = at_grid[left[fill]]
+    todo = np.flatnonzero(~same)
+    if len(todo):
+        out[todo] = evaluate(ordered[todo])
+    result = np.empty(size, dtype=np.int64)
+    result[order] = out
+    return result
+
+
+def _conditional_rule(
+    composites: np.ndarray, pairs: np.ndarray, confidence: float, i: int, min_gap: float = 0.0
+) -> Callable[[np.ndarray], np.ndarray]:
+    """The peer tier of provider ``i`` as a function of its composite, the others fixed."""
     n = len(composites)
     others = np.array([j for j in range(n) if j != i], dtype=np.int64)
     if len(others) == 0:
-        return np.zeros(len(values), dtype=np.int64)
+        return lambda values: np.zeros(len(values), dtype=np.int64)
     order = others[np.argsort(composites[others], kind="stable")]
     ordered = composites[order]
     starts, ends = _runs(ordered)
@@ -215,41 +266,49 @@ def conditional_tiers(
     i_above = up_row[ends]  # i above the cut after run r: min over runs <= r
     down_col = np.minimum.accumulate(pairs[order, i][::-1])[::-1]  # min over u at/above a position
     i_below = np.append(down_col[starts], inf)  # index k: min over runs >= k of P(u > i)
-    gaps = y[1:] - y[:-1]
-    eligible_above = [bool(min(block[r], i_above[r]) >= confidence) for r in range(m - 1)]  # i above cut r
-    eligible_below = [bool(min(block[r], i_below[r + 1]) >= confidence) for r in range(m - 1)]  # i below cut r
-    heights = [2 * r for r in range(m - 1)]
+    gaps = np.round(y[1:] - y[:-1], GAP_DECIMALS)
+    wide = gaps >= min_gap
+    eligible_above = (wide & (np.minimum(block, i_above[: m - 1]) >= confidence)).tolist()  # i above cut r
+    eligible_below = (wide & (np.minimum(block, i_below[1:m]) >= confidence)).tolist()  # i below cut r
+    heights = list(range(0, 2 * (m - 1), 2))
     # prefix[j]: top four of {cut r < j, i above it}; suffix[j]: top four of {cut r >= j, i below it}
     pre_s, pre_h = _prefix_top4(list(gaps), heights, eligible_above)
     suf_s, suf_h = _suffix_top4(list(gaps), heights, eligible_below)
-    # Where each value sits: at run g (equal), or in the gap below run g (g == m: above all).
-    g = np.searchsorted(y, values, side="left")
-    at_run = (g < m) & (y[np.minimum(g, m - 1)] == values)
-    lo_conf = np.array([min(m_ext[k - 1] if k >= 1 else inf, i_above[k - 1] if k >= 1 else -inf) for k in range(m + 1)])
-    up_conf = np.array([min(m_ext[k - 1] if k >= 1 else inf, i_below[k]) if k <= m - 1 else -inf for k in range(m + 1)])
-    below_row = np.where(at_run, g, np.maximum(g - 1, 0))
-    above_row = g  # run g: cuts >= g; gap g: cuts >= g
-    size_below, h_below = pre_s[below_row], pre_h[below_row]
-    size_above, h_above = suf_s[above_row], suf_h[above_row]
-    y_low = y[np.maximum(g - 1, 0)]
-    y_high = y[np.minimum(g, m - 1)]
-    lo_ok = ~at_run & (g >= 1) & (lo_conf[g] >= confidence)
-    up_ok = ~at_run & (g <= m - 1) & (up_conf[g] >= confidence)
-    size_lo = np.where(lo_ok, values - y_low, -inf)
-    size_up = np.where(up_ok, y_high - values, -inf)
-    sizes = np.column_stack((size_below, size_above, size_lo, size_up))
-    heights_all = np.column_stack((h_below, h_above, 2 * g - 2, 2 * g - 1))
+    # the two cuts next to i in gap k (between runs k-1 and k): the others split as by cut k-1
+    lo_conf = np.concatenate(([-inf], np.minimum(m_ext, i_above)))  # i above cut k-1 (k >= 1)
+    up_conf = np.concatenate((np.minimum(np.concatenate(([inf], block)), i_below[:m]), [-inf]))  # i below (k < m)
     is_above = np.concatenate(
         (np.zeros(MAX_BOUNDARIES, dtype=bool), np.ones(MAX_BOUNDARIES, dtype=bool), [False, True])
     )
-    valid = sizes > -inf
-    # a candidate is chosen when fewer than four valid candidates beat it
-    beats = (sizes[:, None, :] > sizes[:, :, None]) | (
-        (sizes[:, None, :] == sizes[:, :, None]) & (heights_all[:, None, :] > heights_all[:, :, None])
-    )
-    beaten = (beats & valid[:, None, :]).sum(axis=2)
-    chosen = valid & (beaten < MAX_BOUNDARIES)
-    return (chosen & is_above).sum(axis=1).astype(np.int64)
+
+    def evaluate(values: np.ndarray) -> np.ndarray:
+        # Where each value sits: at run g (equal), or in the gap below run g (g == m: above all).
+        g = np.searchsorted(y, values, side="left")
+        at_run = (g < m) & (y[np.minimum(g, m - 1)] == values)
+        below_row = np.where(at_run, g, np.maximum(g - 1, 0))
+        above_row = g  # run g: cuts >= g; gap g: cuts >= g
+        size_below, h_below = pre_s[below_row], pre_h[below_row]
+        size_above, h_above = suf_s[above_row], suf_h[above_row]
+        y_low = y[np.maximum(g - 1, 0)]
+        y_high = y[np.minimum(g, m - 1)]
+        lo_ok = ~at_run & (g >= 1) & (lo_conf[g] >= confidence)
+        up_ok = ~at_run & (g <= m - 1) & (up_conf[g] >= confidence)
+        size_lo = np.round(values - y_low, GAP_DECIMALS)
+        size_up = np.round(y_high - values, GAP_DECIMALS)
+        size_lo = np.where(lo_ok & (size_lo >= min_gap), size_lo, -inf)
+        size_up = np.where(up_ok & (size_up >= min_gap), size_up, -inf)
+        sizes = np.column_stack((size_below, size_above, size_lo, size_up))
+        heights_all = np.column_stack((h_below, h_above, 2 * g - 2, 2 * g - 1))
+        valid = sizes > -inf
+        # a candidate is chosen when fewer than four valid candidates beat it
+        beats = (sizes[:, None, :] > sizes[:, :, None]) | (
+            (sizes[:, None, :] == sizes[:, :, None]) & (heights_all[:, None, :] > heights_all[:, :, None])
+        )
+        beaten = (beats & valid[:, None, :]).sum(axis=2)
+        chosen = valid & (beaten < MAX_BOUNDARIES)
+        return (chosen & is_above).sum(axis=1).astype(np.int64)
+
+    return evaluate
 
 
 def _prefix_top4(sizes: list[float], heights: list[int], eligible: list[bool]) -> tuple[np.ndarray, np.ndarray]:

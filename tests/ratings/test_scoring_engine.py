@@ -160,7 +160,7 @@ def test_below_the_coverage_floor_is_not_rated_never_a_low_tier():
     a = res.provider("a")
     assert (a.rated, a.tier, a.probabilities, a.ci_low) == (False, NOT_RATED, (), None)
     assert a.coverage == pytest.approx(1 / 3)
-    assert a.composite == pytest.approx(1.0)  # shown, but not tiered
+    assert a.composite is None and a.composite_pessimistic is None  # no composite to be read as a score
     assert "below_coverage_floor" in a.flags
     assert res.provider("b").rated
 
@@ -183,16 +183,17 @@ def test_doc_review_uses_the_reconciled_value_when_there_is_one():
     assert res.provider("a").ci_low == res.provider("a").ci_high == 0.75  # fixed: no resampling noise
 
 
-def test_feedback_is_shrunk_toward_the_peer_mean():
+def test_feedback_is_shrunk_toward_the_rubrics_prior_not_the_peer_mean():
     f = feedback("f", "provisioning")
     rows = [rating("a", "f", "o1", 5), rating("a", "f", "o2", 5), rating("b", "f", "o3", 1)]
-    res = score_cycle(cycle(rubric([f], bootstrap_size=20, feedback_prior_strength=5.0), ["a", "b"], rows))
-    # peer mean C = (5 + 1)/2 = 3; a: (2*5 + 5*3)/7; b: (1*1 + 5*3)/6
+    rub = rubric([f], bootstrap_size=20, feedback_prior_strength=5.0, feedback_prior_mean=3.5)
+    res = score_cycle(cycle(rub, ["a", "b"], rows))
+    # prior C = 3.5 (the peers' mean, 3, plays no part); a: (2*5 + 5*3.5)/7; b: (1*1 + 5*3.5)/6
     fa, fb = crit(res, "a", "f").kinds[0], crit(res, "b", "f").kinds[0]
-    assert fa.value == pytest.approx(25 / 7)
-    assert fa.score == pytest.approx((25 / 7 - 1) / 4)
+    assert fa.value == pytest.approx(27.5 / 7)
+    assert fa.score == pytest.approx((27.5 / 7 - 1) / 4)
     assert (fa.raw_mean, fa.n) == (5.0, 2)
-    assert fb.value == pytest.approx(16 / 6)
+    assert fb.value == pytest.approx(18.5 / 6)
 
 
 def test_a_failed_gate_caps_the_tier():
@@ -203,6 +204,7 @@ def test_a_failed_gate_caps_the_tier():
     # composite = (1 + 0.25)/2 = 0.625 -> silver on floors; the gate (0.25 < 0.5) caps at bronze
     assert a.tier == "bronze"
     assert a.gate_caps[0].criterion == "iso" and a.gate_caps[0].score == pytest.approx(0.25)
+    assert (a.gate_caps[0].reason, a.gate_caps[0].replicate, a.gate_caps[0].replicates) == ("failed_replicate", 1, 2)
     assert "gate_capped" in a.flags
 
 
@@ -220,20 +222,26 @@ def test_peers_split_into_tiers_where_distinguishable():
     providers = ["p1", "p2", "p3", "p4", "p5", "p6"]
     values = {"p1": 10.0, "p2": 11.0, "p3": 40.0, "p4": 41.0, "p5": 70.0, "p6": 71.0}
     rows = [obs(p, "t", v) for p, v in values.items()]
-    res = score_cycle(cycle(rubric([T], bootstrap_size=50), providers, rows))
+    res = score_cycle(cycle(rubric([T], bootstrap_size=50, boundary_min_gap=0.02), providers, rows))
     tiers = {p: res.provider(p).tier for p in providers}
-    # zero-noise evidence: every boundary is certain; five groups by Ckmeans, then floors
+    # zero-noise evidence: every gap is certain; the 0.011 gaps are under the minimum gap, so
+    # the two 0.32 gaps are the boundaries (then floors: 0.66 is Gold at best, 0.33 Underperforming)
     assert tiers["p1"] == tiers["p2"] == "platinum"
-    assert tiers["p3"] == "gold" or tiers["p3"] == tiers["p4"]
-    assert tiers["p6"] == "underperforming"
+    assert tiers["p3"] == tiers["p4"] == "gold"
+    assert tiers["p5"] == tiers["p6"] == "underperforming"
+    kept = [(b.upper_provider, b.lower_provider) for b in res.boundaries if b.kept]
+    assert kept == [("p2", "p3"), ("p4", "p5")]  # reported top first, with the largest unchosen gaps
     assert all(b.probability == 1.0 for b in res.boundaries)
+    # without a minimum gap, certain small gaps fill the spare boundaries (at most four)
+    loose = score_cycle(cycle(rubric([T], bootstrap_size=50), providers, rows))
+    assert sum(b.kept for b in loose.boundaries) == 4
 
 
 def test_hysteresis_keeps_the_previous_tier_while_it_stays_plausible():
     # Two clear groups, and x whose resampled median is 55 (score 0.5) in 7/27 of replicates.
     rows = [obs(p, "t", v) for p, v in (("a", 10.0), ("b", 11.0), ("c", 12.0), ("d", 60.0), ("e", 61.0), ("f", 62.0))]
     rows += [obs("x", "t", v) for v in (12.0, 14.0, 55.0)]
-    rub = rubric([T], bootstrap_size=400)
+    rub = rubric([T], bootstrap_size=400, boundary_min_gap=0.02)
     providers = list("abcdefx")
     x = score_cycle(cycle(rub, providers, rows)).provider("x")
     probs = dict(x.probabilities)
@@ -242,9 +250,12 @@ def test_hysteresis_keeps_the_previous_tier_while_it_stays_plausible():
     held = score_cycle(cycle(rub, providers, rows, previous=[PreviousTier("x", "silver")])).provider("x")
     assert (held.tier, held.tier_point, held.hysteresis_held) == ("silver", "platinum", True)
     assert (held.borderline, held.outlook) == (True, "positive")
-    # Gold has no probability left: the tier moves.
-    moved = score_cycle(cycle(rub, providers, rows, previous=[PreviousTier("x", "gold")])).provider("x")
-    assert (moved.tier, moved.hysteresis_held, moved.previous_tier) == ("platinum", False, "gold")
+    # Gold or worse still has 7/27: Gold is kept too (hysteresis reads cumulative probabilities).
+    gold = score_cycle(cycle(rub, providers, rows, previous=[PreviousTier("x", "gold")])).provider("x")
+    assert (gold.tier, gold.hysteresis_held) == ("gold", True)
+    # Bronze or worse has no probability left: the tier moves.
+    moved = score_cycle(cycle(rub, providers, rows, previous=[PreviousTier("x", "bronze")])).provider("x")
+    assert (moved.tier, moved.hysteresis_held, moved.previous_tier) == ("platinum", False, "bronze")
 
 
 @pytest.mark.parametrize(
@@ -296,7 +307,7 @@ def test_bad_input_gets_a_clear_error(mutate, error):
 def test_feedback_rating_out_of_range_is_refused():
     f = feedback("f")
     for bad in (0, 6, 2.5, True):
-        with pytest.raises(ScoringInputError, match="not 1-5"):
+        with pytest.raises(ScoringInputError, match="from 1 to 5"):
             score_cycle(cycle(rubric([f], bootstrap_size=10), ["a"], [rating("a", "f", "o", bad)]))
 
 
@@ -315,9 +326,14 @@ def test_bootstrap_draws_follow_the_exact_resampling_distribution():
     # i.e. pass rates 1/4, 2/4, 3/4; the engine's replicate composites must match.
     pf = pass_rate("pf", "security")
     inp = cycle(rubric([pf], bootstrap_size=4000), ["a"], [obs("a", "pf", None, Outcome.PASS), obs("a", "pf", None, Outcome.FAIL)])
-    layout = scoring._Layout(inp.rubric)
-    (provider,) = scoring._build_providers(inp, layout)
-    draws = scoring._sample_streams(provider, len(layout.slots), 4000, seed=3)[:, 0]
+    from ratings.engine.layout import Layout, build_providers, plan_weights
+    from ratings.engine.sampling import replicate_scores, uniforms
+
+    layout = Layout(inp.rubric)
+    (provider,) = build_providers(inp, layout)
+    plan_weights(provider, layout, inp.rubric)
+    composites, _, _ = replicate_scores([provider], layout, uniforms(3, 4000, len(layout.slots)))
+    draws = composites[0]
     values, counts = np.unique(draws, return_counts=True)
     assert values == pytest.approx([0.25, 0.5, 0.75])
     assert counts / 4000 == pytest.approx([0.25, 0.5, 0.25], abs=0.03)

@@ -154,8 +154,9 @@ def test_scores_probabilities_and_weights_stay_in_bounds(inp):
     result = score_cycle(inp)
     for p in result.providers:
         assert 0.0 <= p.coverage <= 1.0 + 1e-12
-        assert 0.0 <= p.composite_pessimistic <= 1.0 + 1e-12
+        assert (p.composite is None) == (p.composite_pessimistic is None) == (not p.rated)
         if p.composite is not None:
+            assert 0.0 <= p.composite_pessimistic <= 1.0 + 1e-12
             assert 0.0 <= p.composite <= 1.0
             assert p.composite_pessimistic <= p.composite + 1e-12
         for c in p.criteria:
@@ -175,12 +176,12 @@ def test_scores_probabilities_and_weights_stay_in_bounds(inp):
 
 
 @given(cycles(complete=True))
-def test_the_bayesian_average_lies_between_the_peer_mean_and_the_own_mean(inp):
+def test_the_bayesian_average_lies_between_the_rubrics_prior_and_the_own_mean(inp):
     result = score_cycle(inp)
     rated = [p for p in result.providers if p.rated]
     means = [next(c for c in p.criteria if c.key == "customers").kinds[0].raw_mean for p in rated]
     assume(means)
-    peer = sum(means) / len(means)
+    peer = inp.rubric.params.feedback_prior_mean  # a constant of the rubric, never the peers' mean
     for p, own in zip(rated, means, strict=True):
         shrunk = next(c for c in p.criteria if c.key == "customers").kinds[0].value
         assert min(peer, own) - 1e-9 <= shrunk <= max(peer, own) + 1e-9
