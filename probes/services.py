@@ -190,6 +190,9 @@ def probe_context_build(*, cluster: Cluster, pool_factory: PoolFactory = SshPool
         nodes=nodes,
         tenants=tenants,
         facts={
+            # facts the cluster declares in its settings (a testbed's "scale": "testbed"), then the
+            # cluster record's own over them
+            **{str(k): str(v) for k, v in dict((access.settings if access else {}).get("facts") or {}).items()},
             "gpu_model": cluster.gpu_model,
             "gpu_count": str(cluster.gpu_count),
             "orchestrator": cluster.orchestrator,
@@ -647,16 +650,10 @@ def _execute_claimed(run: ProbeRun, pool_factory: PoolFactory) -> ExecuteResult:
     ctx = probe_context_build(cluster=run.cluster, pool_factory=pool_factory)
     state = _RunState()
     try:
-        unmet = probe.unmet_requirements(ctx)
-        if unmet or (probe.disruptive and not ctx.disruptive_allowed):
-            reason = (
-                f"requires {', '.join(sorted(unmet))}"
-                if unmet
-                else "disruptive; the cluster has not opted in"
-            )
-            draft = FindingDraft(
-                target="cluster", outcome=Outcome.NOT_APPLICABLE, metric=probe.metric.name, summary=reason
-            )
+        skipped = probe.skip(ctx)  # declined (the provider withholds it) or not_applicable
+        if skipped is not None:
+            outcome, reason = skipped
+            draft = FindingDraft(target="cluster", outcome=outcome, metric=probe.metric.name, summary=reason)
             now = timezone.now()
             written = finding_record(run=run, draft=draft, started_at=now, finished_at=now)
             _finish(run, status=ProbeRun.Status.DONE)

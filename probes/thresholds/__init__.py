@@ -87,3 +87,20 @@ def cmax_check_map() -> dict[str, CheckMapping]:
         )
         for check, spec in data.items()
     }
+
+
+def real_scale_value(probe_id: str, metric: str, value: float | None, threshold_ref: str) -> float | None:
+    """A value judged on a scale row (``threshold_ref`` like ``scale=testbed``), restated on the
+    real-world scale the rubric's anchors are written in: multiplied by the ratio of the default
+    row's pass bar to that row's pass bar. A testbed node ready in 20 s against a testbed bar of
+    8 s (real bar 600 s) reads as 1500 s: as far past the bar as it was on the testbed, so the
+    rubric's anchors and the probe's thresholds agree. Other values pass through unchanged."""
+    if value is None or not threshold_ref.startswith("scale="):
+        return value
+    rows = ((definitions().get(probe_id) or {}).get("thresholds") or {}).get(metric) or []
+    scale = threshold_ref.removeprefix("scale=")
+    scaled = next((r for r in rows if (r.get("match") or {}) == {"scale": scale}), None)
+    default = next((r for r in rows if not r.get("match")), None)
+    if scaled is None or default is None or not float(scaled["pass_at"]):
+        return value
+    return value * float(default["pass_at"]) / float(scaled["pass_at"])
