@@ -46,6 +46,13 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--out", help="directory to copy the tenant private keys into")
     i = sub.add_parser("info", help="print everything about one testbed as JSON (secrets included)")
     i.add_argument("name")
+    r = sub.add_parser("redteam", help="apply (or revert) a red-team mutation no profile knob makes")
+    r.add_argument("name", nargs="?")
+    r.add_argument("mutation", nargs="?")
+    r.add_argument("--revert", action="store_true")
+    r.add_argument(
+        "--list", action="store_true", help="list the mutations and the probe expected to catch each"
+    )
     return p
 
 
@@ -89,6 +96,17 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(api.creds(args.name, args.out), indent=1))
         elif args.cmd == "info":
             print(json.dumps(api.info(args.name).as_dict(), indent=1))
+        elif args.cmd == "redteam":
+            from testbed import redteam
+
+            if args.list or not (args.name and args.mutation):
+                for m in redteam.MUTATIONS:
+                    print(
+                        f"{m.name:<32} {m.probe:<22} {m.expect}{'!' if m.critical else ''}  {m.description}"
+                    )
+                return 0 if args.list else 2
+            (redteam.revert if args.revert else redteam.apply)(args.name, args.mutation)
+            print(f"{'reverted' if args.revert else 'applied'} {args.mutation} on {args.name}")
     except TestbedError as exc:
         print(f"testbed: {exc}", file=sys.stderr)
         return 2
