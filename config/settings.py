@@ -271,6 +271,17 @@ CACHES = {
     if _CACHE_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "opgrade"},
 }
+# The public report pages' caches (reports.rendering), per process: rendered bytes keyed by
+# content hash (a published document never changes; bounded, least recently stored dropped
+# first) and a memo of each report's cache key that reports.signals clears on every save.
+CACHES["reports"] = {
+    "BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "opgrade-reports",
+    "TIMEOUT": None, "OPTIONS": {"MAX_ENTRIES": 512, "CULL_FREQUENCY": 8},
+}
+CACHES["report_meta"] = {
+    "BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "opgrade-report-meta",
+    "OPTIONS": {"MAX_ENTRIES": 4096},
+}
 
 # --- headers on every page -------------------------------------------------------------------
 # Content-Security-Policy through Django's own middleware. Scripts only from our origin (the

@@ -1,5 +1,5 @@
 """Renderings of a report document that are not HTML templates: CSV, plain text, diffs,
-and a small per-process cache of rendered bytes keyed by the report's content hash.
+and the cache of rendered bytes keyed by the report's content hash (Django's cache framework).
 
 A published document never changes, so anything rendered from it can be cached for the
 life of the process; the key also holds the status and correction links, which are the
@@ -11,13 +11,11 @@ from __future__ import annotations
 import csv
 import io
 import logging
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import caches
 
 from reports.context import EVIDENCE_KINDS, TIER_LABELS, TIERS
 
@@ -28,65 +26,61 @@ MOVEMENT_WORDS = {
 
 
 # --- cache ----------------------------------------------------------------------------------
-class RenderCache:
-    """A bounded, thread-safe LRU of rendered bytes (gunicorn threads share one per worker)."""
+# Both live in Django's cache framework (settings.CACHES): "reports" holds rendered bytes,
+# "report_meta" the short-lived memo of each report's cache key. Per process by default;
+# either alias can point at a shared backend.
+_MISSING = object()
 
-    def __init__(self, size: int = 512) -> None:
-        self._size = size
-        self._data: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
+
+def _key(parts: Hashable) -> str:
+    return ":".join(map(str, parts)) if isinstance(parts, tuple) else str(parts)
+
+
+class RenderCache:
+    """Rendered bytes of a report, keyed by content hash, status and correction links."""
+
+    alias = "reports"
 
     def get_or_render(self, key: Hashable, render: Callable[[], Any]) -> Any:
-        with self._lock:
-            if key in self._data:
-                self._data.move_to_end(key)
-                return self._data[key]
-        value = render()  # rendered outside the lock; a rare double render is harmless
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self._size:
-                self._data.popitem(last=False)
+        store = caches[self.alias]
+        value = store.get(_key(key), _MISSING)
+        if value is _MISSING:
+            value = render()  # a rare double render by two threads is harmless
+            store.set(_key(key), value, timeout=None)  # the document behind the key never changes
         return value
 
     def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
+        caches[self.alias].clear()
 
 
 cache = RenderCache()
 
 
 class MetaCache:
-    """Per-process memo of a report's cache key (hash, status, links) for ``ttl`` seconds.
+    """A memo of a report's cache key (hash, status, links) for ``ttl`` seconds.
 
     It spares the database on the hot path of public pages. Staleness is bounded: this
-    process forgets a report the moment it saves one (``reports.signals``), and other
+    process forgets every report the moment it saves one (``reports.signals``), and other
     worker processes within ``ttl`` seconds, far inside the Cache-Control max-age the
     same responses already allow shared caches. Negative answers (404) are cached too,
     so a flood of requests for a draft's number costs no queries either.
     """
 
+    alias = "report_meta"
+
     def __init__(self, ttl: float) -> None:
         self.ttl = ttl
-        self._data: dict[int, tuple[float, Any]] = {}
-        self._lock = threading.Lock()
 
     def get(self, pk: int, load: Callable[[], Any]) -> Any:
-        now = time.monotonic()
-        hit = self._data.get(pk)
-        if hit is not None and hit[0] > now:
-            return hit[1]
-        value = load()
-        with self._lock:
-            if len(self._data) > 4096:
-                self._data.clear()
-            self._data[pk] = (now + self.ttl, value)
+        store = caches[self.alias]
+        value = store.get(str(pk), _MISSING)
+        if value is _MISSING:
+            value = load()
+            store.set(str(pk), value, timeout=self.ttl)
         return value
 
     def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
+        caches[self.alias].clear()
 
 
 meta_cache = MetaCache(ttl=float(getattr(settings, "OPGRADE_REPORT_META_TTL", 2.0)))
