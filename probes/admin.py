@@ -18,6 +18,7 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from config.admin_readonly import ReadOnlyAdminMixin
 from probes import services
 from probes.catalog import probe_choices
 from probes.models import ClusterAccess, Finding, HostKeyPin, ProbeRun, ProbeSchedule, TenantAccount
@@ -286,7 +287,7 @@ class ProbeRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(Finding)
-class FindingAdmin(admin.ModelAdmin):
+class FindingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = [
         "id",
         "probe_id",
@@ -305,12 +306,3 @@ class FindingAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         return [f.name for f in Finding._meta.fields]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -5,6 +5,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html_join
 
+from config.admin_readonly import ReadOnlyAdminMixin
 from ratings.models import (
     Cluster,
     CustomerFeedback,
@@ -85,20 +86,11 @@ class CustomerFeedbackAdmin(admin.ModelAdmin):
 
 
 # -------------------------------------------------------------------------------- scores
-class _ReadOnly(admin.ModelAdmin):
+class _ReadOnly(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Computed rows: visible, never editable or deletable (the models and a trigger refuse too)."""
 
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-
-class TierAssignmentInline(admin.TabularInline):
+class TierAssignmentInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = TierAssignment
     extra = 0
     can_delete = False
@@ -108,12 +100,6 @@ class TierAssignmentInline(admin.TabularInline):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[TierAssignment]:
         return super().get_queryset(request).select_related("provider")
-
-    def has_add_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
 
 
 @admin.register(ScoreSnapshot)

@@ -20,6 +20,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from config.admin_readonly import ReadOnlyAdminMixin
 from reports import services
 from reports.errors import ReportError
 from reports.models import Report, ReportSource
@@ -194,17 +195,8 @@ class ReportAdmin(admin.ModelAdmin):
 
 
 @admin.register(ReportSource)
-class ReportSourceAdmin(admin.ModelAdmin):
+class ReportSourceAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["report", "score_snapshot"]
     list_select_related = ["report__cycle", "score_snapshot__cycle"]
     search_fields = ["report__content_hash", "score_snapshot__content_hash"]
     readonly_fields = ["report", "score_snapshot"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: ReportSource | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: ReportSource | None = None) -> bool:
-        return False

@@ -16,6 +16,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html_join
 
+from config.admin_readonly import ReadOnlyAdminMixin
 from config.history_admin import GuardedHistoryAdmin
 from reviews import selectors, services
 from reviews.access import ALL_STAFF_READ, Role, user_role
@@ -375,7 +376,7 @@ class FeedbackImportAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Audit log: who changed what, when, with the values before and after."""
 
     list_display = ["at", "username", "action", "model", "object_repr", "changed_fields"]
@@ -394,12 +395,3 @@ class AuditEventAdmin(admin.ModelAdmin):
         return format_html_join(
             "", "<p><b>{}</b>: {} → {}</p>", ((c["field"], c["before"], c["after"]) for c in obj.changes)
         )
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
