@@ -145,13 +145,13 @@ def test_refused_credentials_are_permanent(cluster) -> None:  # type: ignore[no-
     assert outcomes == {"login": "pass", "node1": "error", "node2:2222": "pass"}
 
 
-def test_unmet_requirements_give_not_applicable_without_touching_hosts(cluster) -> None:  # type: ignore[no-untyped-def]
+def test_access_the_provider_withholds_is_declined_without_touching_hosts(cluster) -> None:  # type: ignore[no-untyped-def]
     TenantAccount.objects.all().delete()
     fake = FakeTransport(lambda ep, cmd: ok())
     run = start(cluster, "ssh_reachable")
     services.probe_run_execute(run_id=run.pk, worker="w1", pool_factory=fake.pool)
     (finding,) = Finding.objects.filter(run=run)
-    assert finding.outcome == "not_applicable" and "ssh" in finding.summary and fake.log == []
+    assert finding.outcome == "declined" and "ssh" in finding.summary and fake.log == []
 
 
 def test_node_inventory_reports_the_node_and_no_gpu_as_not_applicable(cluster) -> None:  # type: ignore[no-untyped-def]
@@ -298,7 +298,7 @@ def test_a_disruptive_probe_runs_only_where_the_cluster_opted_in(cluster) -> Non
     run = start(cluster, "test_disruptive")
     services.probe_run_execute(run_id=run.pk, worker="w1", pool_factory=fake.pool)
     (finding,) = Finding.objects.filter(run=run)
-    assert finding.outcome == "not_applicable" and "opted in" in finding.summary and fake.log == []
+    assert finding.outcome == "declined" and "opted in" in finding.summary and fake.log == []
 
     ClusterAccess.objects.filter(cluster=cluster).update(disruptive_opt_in=True)
     (again,) = services.probe_runs_start(cluster=cluster, probe_ids=["test_disruptive"])
