@@ -4,8 +4,9 @@ The canary method: tenant B logs a line with a fresh nonce from a compute node a
 through its own log API (positive control, else ``error``). Tenant A then asks the log API with
 its own login, with a forged ``X-Scope-OrgID`` naming B, with a multi-tenant ``A|B`` header, and
 with no login at all; and over SSH greps the shared log directories (``settings.shared_log_dirs``)
-for the nonce. Any sight of the nonce is a critical fail with the path and the redacted request
-and response (only the matching lines).
+for the nonce: every file there, rotated and compressed ones included, each listed in the
+evidence as checked, denied or hit. Any sight of the nonce is a critical fail with the path and
+the redacted request and response (only the matching lines).
 """
 
 from __future__ import annotations
@@ -26,19 +27,42 @@ from probes.catalog._support import (
 )
 from probes.catalog.base import FindingDraft, Outcome, ProbeContext, Target
 from probes.parsers import ParseError
-from probes.parsers.fs import parse_read_attempt
 from probes.parsers.logs import lines_with, parse_log_response
 from probes.parsers.redaction import nonce_excerpt
 from probes.transport import Command
+
+# Every file of the log directories, rotated and compressed ones included, as the observer: each
+# readable file is read (decompressed by its suffix) and reported checked or hit (with the line);
+# each directory find cannot enter is reported denied. Bounded to 5000 files.
+GREP_SCRIPT = r"""export LC_ALL=C; n="$1"; shift
+find "$@" -type d 2>&1 >/dev/null | sed -n "s/^find: '\(.*\)': Permission denied$/denied\t\1/p"
+find "$@" \( -type f -o \( -type l -xtype f \) \) 2>/dev/null | head -n 5000 | while IFS= read -r f; do
+  if [ ! -r "$f" ]; then printf 'denied\t%s\n' "$f"; continue; fi
+  case "$f" in *.gz|*.tgz|*.z|*.Z) c=gzip;; *.xz|*.txz) c=xz;; *.bz2|*.tbz2) c=bzip2;; *.zst) c=zstd;; *) c=;; esac
+  if [ -n "$c" ]; then line=$("$c" -dc -- "$f" 2>/dev/null | grep -a -m1 -F -- "$n"); else line=$(grep -a -m1 -F -- "$n" "$f" 2>/dev/null); fi
+  if [ -n "$line" ]; then printf 'hit\t%s\t%s\n' "$f" "$line"; else printf 'checked\t%s\n' "$f"; fi
+done
+"""
 
 
 def grep_dirs(nonce: str, dirs: list[str]) -> Command:
     names = {f"d{i}": d for i, d in enumerate(dirs)}
     return Command(
-        "grep -r -s -F -H {nonce} " + " ".join(f"{{{n}}}" for n in names) + " | head -n 5; true",
+        "bash -c {script} logs {nonce} " + " ".join(f"{{{n}}}" for n in names),
+        script=GREP_SCRIPT,
         nonce=nonce,
         **names,
     )
+
+
+def read_grep(text: str) -> dict[str, list[str]]:
+    """``{"checked": [...], "denied": [...], "hit": ["path\tline", ...]}`` from the script's records."""
+    out: dict[str, list[str]] = {"checked": [], "denied": [], "hit": []}
+    for line in text.splitlines():
+        kind, _, rest = line.partition("\t")
+        if kind in out and rest:
+            out[kind].append(rest)
+    return out
 
 
 @register
@@ -95,15 +119,20 @@ class TenantLogIsolation(CatalogProbe, definition="tenant_log_isolation"):
             result = run(
                 ctx, ctx.login, grep_dirs(nonce, dirs), tenant=observer, timeout_s=30, what="grep logs"
             )
-            attempt = parse_read_attempt(result.stdout, nonce)
-            paths["ssh grep shared log dirs"] = "denied" if attempt.denied else "checked"
-            if attempt.nonce_seen:
+            found = read_grep(result.stdout)
+            paths["ssh shared log dirs"] = {
+                "checked": found["checked"][:50],
+                "checked_count": len(found["checked"]),
+                "denied": found["denied"][:50],
+                "hit": [h.split("\t", 1)[0] for h in found["hit"]],
+            }
+            if found["hit"]:
                 hits.append(
                     {
-                        "path": "ssh grep shared log dirs",
+                        "path": "ssh shared log dirs",
                         "as": observer,
-                        "cmd": result.command,
-                        "excerpt": nonce_excerpt(ctx.redact(result.stdout), nonce),
+                        "files": [h.split("\t", 1)[0] for h in found["hit"]][:10],
+                        "excerpt": nonce_excerpt(ctx.redact("\n".join(found["hit"])), nonce),
                     }
                 )
         evidence = {"nonce": nonce, "observer": observer, "victim": victim, "paths": paths}
