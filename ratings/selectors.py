@@ -32,6 +32,7 @@ from django.apps import apps
 from django.db.models import QuerySet
 
 from probes.models import Finding
+from probes.thresholds import real_scale_value
 from ratings.engine_types import (
     TIERS,
     AreaSpec,
@@ -108,11 +109,13 @@ def _probe_observations(cycle: Cycle, rubric: RubricSpec) -> list[ProbeObservati
             bindings[(c.probe_id, c.probe_metric)].append(c.key)
     rows = (
         Finding.objects.filter(run__cycle=cycle)
-        .values_list("probe_id", "metric", "outcome", "value", "run__cluster__provider__slug")
+        .values_list("probe_id", "metric", "outcome", "value", "threshold_ref", "run__cluster__provider__slug")
         .order_by("id")
     )
     out = []
-    for probe_id, metric, outcome, value, provider in rows.iterator(chunk_size=5000):
+    for probe_id, metric, outcome, value, ref, provider in rows.iterator(chunk_size=5000):
+        # a value judged on a scale row (a testbed's seconds) is restated on the anchors' real scale
+        value = real_scale_value(probe_id, metric, value, ref or "")
         for key in bindings.get((probe_id, metric), ()):
             out.append(ProbeObservation(rubric.id, provider, key, Outcome(outcome), value))
     return out

@@ -7,6 +7,8 @@ report keeps the explanation it was published with even if this text changes lat
 
 from __future__ import annotations
 
+from probes.thresholds import sources_summary
+
 METHODOLOGY_TEXT = """\
 Opgrade rates GPU cloud operators against each other (peer-relative tiers) from three kinds of evidence: \
 hands-on probes run on real managed clusters, a blind documentation review by two or more reviewers, and \
@@ -30,3 +32,5 @@ report. A published report never changes: corrections are published as new repor
 a notice, and withdrawn reports stay available, marked withdrawn. Each report's sha256 content hash identifies \
 exactly what was published.
 """
+# Where the probes' bars come from: ClusterMAX's published minimum versions, or Opgrade's own choice.
+METHODOLOGY_TEXT += "\n" + sources_summary() + "\n"

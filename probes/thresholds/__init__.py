@@ -104,3 +104,26 @@ def real_scale_value(probe_id: str, metric: str, value: float | None, threshold_
     if scaled is None or default is None or not float(scaled["pass_at"]):
         return value
     return value * float(default["pass_at"]) / float(scaled["pass_at"])
+
+
+def sources_summary() -> str:
+    """Plain text for the methodology page: which bars come from ClusterMAX, which are Opgrade's own."""
+    clustermax = sorted(n for n, s in min_versions().items() if s.source.startswith("ClusterMAX"))
+    own_floors = sorted(f"{n} >= {s.minimum}" for n, s in min_versions().items() if s.choice == "opgrade")
+    own_bars = []
+    for probe_id, spec in sorted(definitions().items()):
+        for metric, rows in sorted((spec.get("thresholds") or {}).items()):
+            for row in rows:
+                if str(row.get("reference", "")).startswith("Opgrade's own choice") and not row.get("match"):
+                    unit = spec["metrics"][metric].get("unit", "")
+                    name = f"{probe_id}.{metric}" if metric else probe_id
+                    own_bars.append(f"{name} pass at {row['pass_at']:g} {unit}".rstrip())
+    return (
+        "Minimum software versions ClusterMAX publishes ("
+        + ", ".join(clustermax)
+        + ") are taken unchanged from its minimum-versions table as shipped in its open-source audit CLI. "
+        "These bars are Opgrade's own choice, with no outside standard behind them: "
+        + "; ".join(own_bars + own_floors)
+        + ". Testbed-scale bars apply only to Opgrade's cluster-in-a-box, and a testbed value is restated on "
+        "the real-world scale (times the ratio of the two pass bars) before it meets the rubric's anchors."
+    )
