@@ -367,6 +367,37 @@ def _revert_bmc(c: Ctx) -> None:
     )
 
 
+def _ipmi_addr(c: Ctx) -> str:
+    return f"{c.subnet_prefix}251"
+
+
+def _apply_ipmi_udp(c: Ctx) -> None:
+    subprocess.run(
+        ["ip", "-n", c.ctl_netns, "addr", "add", f"{_ipmi_addr(c)}/24", "dev", "eth0"],
+        check=False,
+        capture_output=True,
+    )
+    # one process answering every datagram (socat's UDP fork mode drops concurrent ones)
+    responder = (
+        "import socket, sys\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "s.bind((sys.argv[1], 623))\n"
+        "while True:\n"
+        "    _, peer = s.recvfrom(512)\n"
+        "    s.sendto(b'RMCP-pong', peer)\n"
+    )
+    _listen(c, "ipmi623", ["python3", "-c", responder, _ipmi_addr(c)])
+
+
+def _revert_ipmi_udp(c: Ctx) -> None:
+    _unlisten(c, "ipmi623")
+    subprocess.run(
+        ["ip", "-n", c.ctl_netns, "addr", "del", f"{_ipmi_addr(c)}/24", "dev", "eth0"],
+        check=False,
+        capture_output=True,
+    )
+
+
 FILES, NET = "files", "net"
 EXPOSURE, LISTENERS = "tenant_data_exposure", "provider_listeners"
 
@@ -528,6 +559,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         _apply_bmc,
         _revert_bmc,
         lambda c: f"tcp {_bmc_addr(c)} 623 open",
+        "bmc",
+    ),
+    Mutation(
+        "ipmi_udp_on_another_address",
+        "bmc_reachable",
+        "an IPMI-over-LAN (UDP 623, answers RMCP pings) service on another address of the cluster network (.251)",
+        _apply_ipmi_udp,
+        _revert_ipmi_udp,
+        lambda c: f"udp {_ipmi_addr(c)} 623 open",
         "bmc",
     ),
 )

@@ -2,7 +2,8 @@
 
 A BMC reachable from tenant nodes lets a tenant attack the management plane of machines other
 tenants will use next. From each compute node, as a tenant, a fixed bash script tries TCP 623
-and 664 (IPMI/RMCP+) and asks ``/redfish/v1/`` over HTTPS/HTTP on a bounded list of addresses:
+and 664 (IPMI/RMCP+), sends an RMCP presence ping to UDP 623 (IPMI over LAN proper; only an
+answer counts) and asks ``/redfish/v1/`` over HTTPS/HTTP on a bounded list of addresses:
 the cluster's own hosts plus the conventional BMC host numbers, all inside the node's own /24 and
 nowhere else (probes/parsers/net.py), each try cut at ``connect_timeout_s`` and all in parallel.
 """
@@ -25,6 +26,8 @@ for a in "$@"; do
     ( if timeout "$t" bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$a" "$p" 2>/dev/null; then echo "tcp $a $p open";
       else rc=$?; if [ "$rc" = 124 ]; then echo "tcp $a $p timeout"; else echo "tcp $a $p closed"; fi; fi ) &
   done
+  ( if timeout "$((t + 3))" bash -c 'exec 3<>"/dev/udp/$0/623" && printf "\x06\x00\xff\x06\x00\x00\x11\xbe\x80\x00\x00\x00" >&3 && IFS= read -r -t "$1" -N 1 x <&3' "$a" "$((t + 2))" 2>/dev/null; then echo "udp $a 623 open";
+    else echo "udp $a 623 closed"; fi ) &
   ( if command -v curl >/dev/null 2>&1; then
       for s in https http; do
         if curl -sk -m "$t" "$s://$a/redfish/v1/" 2>/dev/null | grep -q '"RedfishVersion"'; then echo "redfish $a $s open"; else echo "redfish $a $s closed"; fi

@@ -5,6 +5,7 @@ to IPMI ports (623, 664) and asks ``/redfish/v1/`` over HTTP(S) on each address,
 bounded by ``timeout``. It prints one line per attempt::
 
     tcp 10.200.1.12 623 open|closed|timeout
+    udp 10.200.1.12 623 open|closed          # an RMCP presence ping answered, or not
     redfish 10.200.1.12 https open|closed
     redfish 10.200.1.12 - nocurl
 
@@ -25,7 +26,7 @@ MAX_ADDRESSES = 32
 
 @dataclass(frozen=True)
 class ConnectResult:
-    kind: str  # "tcp" | "redfish"
+    kind: str  # "tcp" | "udp" | "redfish"
     address: str
     port: str  # "623", or "https"/"http" for redfish
     state: str  # "open" | "closed" | "timeout" | "nocurl"
@@ -39,7 +40,7 @@ def parse_scan(text: str) -> tuple[ConnectResult, ...]:
             continue
         if (
             len(parts) != 4
-            or parts[0] not in ("tcp", "redfish")
+            or parts[0] not in ("tcp", "udp", "redfish")
             or parts[3] not in ("open", "closed", "timeout", "nocurl")
         ):
             raise ParseError(f"not a scan line: {line!r}")

@@ -61,3 +61,10 @@ def test_port_lists_and_names_are_checked_and_quoted():
         scan_command(1, 10, "22 && reboot", "", "10.0.0.11", ["10.0.0.2"])
     rendered = scan_command(1, 10, "22", "53", "10.0.0.11", ["ctl; reboot"]).render()
     assert rendered.endswith("'ctl; reboot'")
+
+
+def test_an_answered_ipmi_ping_on_udp_623_is_a_reachable_bmc():
+    from probes.parsers.net import parse_scan, reachable
+
+    results = parse_scan("udp 10.0.0.251 623 open\nudp 10.0.0.250 623 closed\ntcp 10.0.0.250 623 closed\n")
+    assert [(r.kind, r.address, r.port) for r in reachable(results)] == [("udp", "10.0.0.251", "623")]
