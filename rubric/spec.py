@@ -58,6 +58,11 @@ class Outcome(StrEnum):
     DECLINED = "declined"
 
 
+# Worst first: how a table that shows one outcome for several findings picks it.
+OUTCOME_SEVERITY: tuple[str, ...] = (
+    Outcome.FAIL.value, Outcome.PROVIDER_ERROR.value, Outcome.TIMEOUT.value, Outcome.DECLINED.value,
+    Outcome.ERROR.value, Outcome.WARN.value, Outcome.PASS.value, Outcome.NOT_APPLICABLE.value,
+)
 OUTCOME_LABELS: dict[str, str] = {
     Outcome.PASS.value: "Pass",
     Outcome.FAIL.value: "Fail",

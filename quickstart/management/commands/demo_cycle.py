@@ -27,6 +27,7 @@ from probes.models import Finding, ProbeRun
 from quickstart import services
 from quickstart.evidence import PROVIDERS
 from reviews.access import Role
+from rubric.spec import OUTCOME_SEVERITY
 
 
 class Command(BaseCommand):
@@ -174,8 +175,7 @@ class Command(BaseCommand):
             for c in clusters:
                 r = cell.get((c, p))
                 outcomes = by_run.get(r.pk, {}) if r else {}
-                worst = next((o for o in ("fail", "provider_error", "timeout", "error", "warn", "pass", "not_applicable")
-                              if o in outcomes), r.status if r else "-")
+                worst = next((o for o in OUTCOME_SEVERITY if o in outcomes), r.status if r else "-")
                 row.append(f"{worst:<20}")
             self.say(f"  {p:<28}" + "".join(row))
 
