@@ -59,7 +59,7 @@ SEED = r'''
 import datetime as dt, django
 django.setup()
 from django.contrib.auth.models import User
-from ratings.models import Cycle, Provider
+from providers.models import Cycle, Provider
 from rubric.models import RubricVersion
 from reports import context as ctx, services
 areas = tuple(ctx.AreaDefinition(key=f"area-{a}", title=f"Area {a}", weight=1.0 + a) for a in range(4))

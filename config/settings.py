@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "simple_history",
     "rubric",
+    "providers",
     "ratings",
     "reviews",
     "probes",
@@ -248,13 +249,13 @@ SPECTACULAR_SETTINGS = {
     # Many models have a `status`; name each choice set after its model so the schema's
     # enums are stable and self-explaining (and `check --deploy` has no W001).
     "ENUM_NAME_OVERRIDES": {
-        "ProviderStatusEnum": "ratings.models.Provider.Status",
-        "CycleStatusEnum": "ratings.models.Cycle.Status",
+        "ProviderStatusEnum": "providers.models.Provider.Status",
+        "CycleStatusEnum": "providers.models.Cycle.Status",
         "RubricVersionStatusEnum": "rubric.models.RubricVersion.Status",
         "ProbeRunStatusEnum": "probes.models.ProbeRun.Status",
         "ReportStatusEnum": "reports.models.Report.Status",
         "ReviewAssignmentStatusEnum": "reviews.models.ReviewAssignment.Status",
-        "ScoreOverrideStatusEnum": "reviews.models.ScoreOverride.Status",
+        "ScoreOverrideStatusEnum": "ratings.models.ScoreOverride.Status",
         "RightOfReplyStatusEnum": "reviews.models.RightOfReply.Status",
     },
 }

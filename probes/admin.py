@@ -231,10 +231,6 @@ class ProbeScheduleAdmin(admin.ModelAdmin):
     def last_run_at(self, obj: ProbeSchedule) -> Any:
         return obj.periodic_task.last_run_at if obj.periodic_task else None
 
-    def save_model(self, request: HttpRequest, obj: ProbeSchedule, form: Any, change: bool) -> None:
-        super().save_model(request, obj, form, change)
-        services.probe_schedule_sync(schedule=obj)
-
     @admin.action(description="Run now")
     def action_run_now(self, request: HttpRequest, queryset: QuerySet[ProbeSchedule]) -> None:
         started = 0

@@ -41,9 +41,9 @@ class ProbeRun(models.Model):
         CANCELLED = "cancelled", "Cancelled"
 
     cycle = models.ForeignKey(
-        "ratings.Cycle", null=True, blank=True, on_delete=models.PROTECT, related_name="probe_runs"
+        "providers.Cycle", null=True, blank=True, on_delete=models.PROTECT, related_name="probe_runs"
     )
-    cluster = models.ForeignKey("ratings.Cluster", on_delete=models.PROTECT, related_name="probe_runs")
+    cluster = models.ForeignKey("providers.Cluster", on_delete=models.PROTECT, related_name="probe_runs")
     probe_id = models.CharField(max_length=96)
     probe_version = models.CharField(max_length=32, blank=True)
     target = models.CharField(max_length=200, default="cluster", help_text="Node, cluster or tenant pair.")
@@ -139,7 +139,7 @@ class Finding(ImmutableModel):
 class ClusterAccess(models.Model):
     """How to reach one cluster: login node, compute nodes, provider API, politeness limits."""
 
-    cluster = models.OneToOneField("ratings.Cluster", on_delete=models.CASCADE, related_name="access")
+    cluster = models.OneToOneField("providers.Cluster", on_delete=models.CASCADE, related_name="access")
     login_host = models.CharField(max_length=253, help_text="Login/head node host name or address.")
     login_port = models.PositiveIntegerField(default=22)
     compute_nodes = models.TextField(
@@ -183,7 +183,7 @@ class ClusterAccess(models.Model):
 class TenantAccount(models.Model):
     """An account we act as on a cluster. Key, passphrase and password are stored encrypted."""
 
-    cluster = models.ForeignKey("ratings.Cluster", on_delete=models.CASCADE, related_name="tenant_accounts")
+    cluster = models.ForeignKey("providers.Cluster", on_delete=models.CASCADE, related_name="tenant_accounts")
     label = models.SlugField(max_length=64, help_text="Short name used in findings, e.g. tenant-a.")
     username = models.CharField(max_length=64)
     private_key_encrypted = models.TextField(blank=True, editable=False)
@@ -212,7 +212,7 @@ class TenantAccount(models.Model):
 class HostKeyPin(models.Model):
     """A host key an analyst saw and pinned. Only an explicit admin action creates these."""
 
-    cluster = models.ForeignKey("ratings.Cluster", on_delete=models.CASCADE, related_name="host_key_pins")
+    cluster = models.ForeignKey("providers.Cluster", on_delete=models.CASCADE, related_name="host_key_pins")
     host = models.CharField(max_length=253)
     port = models.PositiveIntegerField(default=22)
     key_type = models.CharField(max_length=64)
@@ -237,9 +237,9 @@ class ProbeSchedule(models.Model):
     """A cluster, a set of probes and when to run them; mirrored into a django-celery-beat task."""
 
     name = models.CharField(max_length=200, unique=True)
-    cluster = models.ForeignKey("ratings.Cluster", on_delete=models.CASCADE, related_name="probe_schedules")
+    cluster = models.ForeignKey("providers.Cluster", on_delete=models.CASCADE, related_name="probe_schedules")
     cycle = models.ForeignKey(
-        "ratings.Cycle", null=True, blank=True, on_delete=models.PROTECT, related_name="probe_schedules"
+        "providers.Cycle", null=True, blank=True, on_delete=models.PROTECT, related_name="probe_schedules"
     )
     probes = models.JSONField(default=list, help_text='Probe ids, e.g. ["ssh_reachable", "node_inventory"].')
     crontab = models.ForeignKey(

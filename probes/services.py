@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
-from django.dispatch import Signal
 from django.utils import timezone
 
 from config.crypto import secret_decrypt, secret_encrypt
@@ -70,12 +70,14 @@ from probes.transport import (
     check_private_key,
     host_key_fetch,
 )
-from ratings.models import Cluster, Cycle
+from providers.models import Cluster, Cycle
 
 logger = logging.getLogger(__name__)
 
-#: Sent (after commit) for every stored finding: ratings binds findings to criteria from here.
-finding_recorded = Signal()
+#: The Celery task names the services send (probes.tasks registers them under these names).
+PROBE_RUN_EXECUTE_TASK = "probes.probe_run_execute"
+PROBE_SCHEDULE_FIRE_TASK = "probes.probe_schedule_fire"
+PROBE_RUN_SWEEP_TASK = "probes.probe_run_sweep"
 
 PoolFactory = Callable[..., Any]
 
@@ -315,9 +317,11 @@ def _time_limits(probe: type[Probe], hosts: int, concurrency: int) -> tuple[int,
 
 
 def probe_run_send(*, run: ProbeRun) -> None:
-    """Send the run's task once the current transaction commits (never before the row exists)."""
-    from probes.tasks import probe_run_execute_task
+    """Send the run's task once the current transaction commits (never before the row exists).
 
+    The task is sent by its registered name (``probes.tasks`` imports this module, never the
+    other way round), to the ``probes`` queue with time limits above the probe's own timeout.
+    """
     probe = probe_get(run.probe_id)
     access = ClusterAccess.objects.filter(cluster_id=run.cluster_id).first()
     hosts = 1 + len([x for x in (access.compute_nodes.splitlines() if access else []) if x.strip()])
@@ -325,8 +329,8 @@ def probe_run_send(*, run: ProbeRun) -> None:
     ProbeRun.objects.filter(pk=run.pk).update(sent_at=timezone.now())
     run_id = run.pk
     transaction.on_commit(
-        lambda: probe_run_execute_task.apply_async(
-            (run_id,), queue="probes", soft_time_limit=soft, time_limit=hard
+        lambda: current_app.send_task(
+            PROBE_RUN_EXECUTE_TASK, args=(run_id,), queue="probes", soft_time_limit=soft, time_limit=hard
         )
     )
 
@@ -409,7 +413,7 @@ def probe_schedule_sync(*, schedule: ProbeSchedule) -> ProbeSchedule:
         probe_get(probe_id)
     task = schedule.periodic_task or PeriodicTask(name=f"probe schedule {schedule.pk}: {schedule.name}"[:200])
     task.name = f"probe schedule {schedule.pk}: {schedule.name}"[:200]
-    task.task = "probes.probe_schedule_fire"
+    task.task = PROBE_SCHEDULE_FIRE_TASK
     task.args = f"[{schedule.pk}]"
     task.queue = "default"
     task.crontab = schedule.crontab
@@ -420,6 +424,40 @@ def probe_schedule_sync(*, schedule: ProbeSchedule) -> ProbeSchedule:
         schedule.periodic_task = task
         schedule.save(update_fields=["periodic_task"])
     return schedule
+
+
+def probe_schedule_unsync(*, schedule: ProbeSchedule) -> None:
+    """A schedule was deleted: delete the PeriodicTask that fired it, so beat stops firing it."""
+    from django_celery_beat.models import PeriodicTask
+
+    if schedule.periodic_task_id is not None:
+        PeriodicTask.objects.filter(pk=schedule.periodic_task_id).delete()
+
+
+SWEEPER_NAME = "probes: re-send stuck probe runs"
+
+
+def probe_sweeper_schedule_ensure() -> None:
+    """The stuck-run sweeper fires every minute: create or repair its PeriodicTask.
+
+    Saved through the model (not a migration's historical model), so django-celery-beat's
+    change marker moves and a running beat picks the schedule up without a restart. Runs
+    after every migrate (ProbesConfig.ready); an operator who disabled it keeps it disabled.
+    """
+    from django_celery_beat.models import IntervalSchedule, PeriodicTask, PeriodicTasks
+
+    every_minute, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.MINUTES)
+    task = PeriodicTask.objects.filter(name=SWEEPER_NAME).first() or PeriodicTask(name=SWEEPER_NAME)
+    if task.pk and task.task == PROBE_RUN_SWEEP_TASK and task.interval_id == every_minute.pk and task.queue:
+        # Already right (perhaps written by migration 0003, which moves no change marker):
+        # leave its enabled flag and counters alone, and tell a running beat to reload.
+        PeriodicTasks.update_changed()
+        return
+    task.task = PROBE_RUN_SWEEP_TASK
+    task.interval = every_minute
+    task.crontab = None
+    task.queue = "default"
+    task.save()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -555,8 +593,8 @@ def finding_record(
 ) -> Finding | None:
     """Store one finding: the single hand-off of probe evidence to ratings.
 
-    Ratings' selectors read Finding rows and bind them to criteria through the rubric's probe
-    bindings; ``finding_recorded`` tells any listener after the commit. A second write for the same
+    Ratings reads them through ``probes.selectors.findings_for_cycle`` and binds them to criteria
+    through the rubric's probe bindings. A second write for the same
     run, target and metric (a duplicate delivery that slipped past the claim) is refused by the
     unique constraint and returns None: nothing is written twice.
     """
@@ -586,8 +624,27 @@ def finding_record(
             "probe run %s: finding for %s/%s exists; not written twice", run.pk, draft.target, draft.metric
         )
         return None
-    transaction.on_commit(lambda: finding_recorded.send(sender=Finding, finding=finding))
     return finding
+
+
+@transaction.atomic
+def probe_run_record(
+    *, cluster: Cluster, cycle: Cycle | None, probe_id: str, probe_version: str, slot: datetime,
+    idempotency_key: str, drafts: Iterable[FindingDraft],
+) -> ProbeRun:
+    """Store a finished run whose findings were produced elsewhere (the seeded sample cycle).
+
+    The run is stored done, and each finding goes through ``finding_record``, the one writer
+    of findings, so sample evidence is stored exactly as measured evidence is.
+    """
+    run = ProbeRun.objects.create(
+        cycle=cycle, cluster=cluster, probe_id=probe_id, probe_version=probe_version, scheduled_for=slot,
+        idempotency_key=idempotency_key, status=ProbeRun.Status.DONE, attempt=1, started_at=slot,
+        finished_at=slot,
+    )
+    for draft in drafts:
+        finding_record(run=run, draft=draft, started_at=slot, finished_at=slot)
+    return run
 
 
 @dataclass

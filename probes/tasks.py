@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
 
 
 @shared_task(
-    name="probes.probe_run_execute",
+    name=services.PROBE_RUN_EXECUTE_TASK,
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
@@ -40,12 +40,12 @@ def probe_run_execute_task(self, run_id: int) -> None:  # type: ignore[no-untype
         raise self.retry(countdown=result.retry_in)
 
 
-@shared_task(name="probes.probe_schedule_fire", ignore_result=True, acks_late=True)
+@shared_task(name=services.PROBE_SCHEDULE_FIRE_TASK, ignore_result=True, acks_late=True)
 def probe_schedule_fire_task(schedule_id: int) -> None:
     services.probe_schedule_fire(schedule_id=schedule_id)
 
 
-@shared_task(name="probes.probe_run_sweep", ignore_result=True)
+@shared_task(name=services.PROBE_RUN_SWEEP_TASK, ignore_result=True)
 def probe_run_sweep_task() -> None:
     resent = services.probe_runs_sweep()
     if resent:

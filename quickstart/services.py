@@ -32,8 +32,9 @@ from probes import services as probe_services
 from probes.catalog import probe_list
 from probes.management.commands.probe_matrix import TESTBED_SETTINGS, host_key_of
 from probes.models import ClusterAccess, ProbeRun, TenantAccount
+from providers.models import Cluster, Cycle, Provider
 from quickstart.evidence import DOC_SCORES, FEEDBACK_CSV, NOTES, PROVIDERS, DemoProvider, citation
-from ratings.models import Cluster, Cycle, Provider, ScoreSnapshot
+from ratings.models import ScoreSnapshot
 from ratings.services import cycle_scores_compute
 from reports import services as report_services
 from reports.models import Report

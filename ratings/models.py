@@ -1,7 +1,8 @@
-"""Providers, clusters and rating cycles; evidence (doc reviews, customer feedback) and scores.
+"""Evidence (doc reviews, customer feedback) and scores of a rating cycle.
 
-A Cycle rates one peer set of providers under exactly one frozen rubric version; all its
-evidence and scores name that version, so methods never mix inside a cycle.
+A Cycle (``providers.Cycle``) rates one peer set of providers under exactly one frozen
+rubric version; all its evidence and scores name that version, so methods never mix
+inside a cycle.
 
 Evidence: a ``DocReview`` is one reviewer's 0-4 score of one criterion with citations; a
 ``CustomerFeedback`` is one respondent's 1-5 rating of an area or a criterion, with the
@@ -22,90 +23,11 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from config.immutability import ImmutableModel
+from providers.models import Cycle, Provider
 from rubric import spec
-
-
-class Provider(models.Model):
-    class Status(models.TextChoices):
-        ACTIVE = "active", "Active (rated)"
-        TRACKED = "tracked", "Tracked (not rated yet)"
-        RETIRED = "retired", "Retired"
-
-    name = models.CharField(max_length=200, unique=True)
-    slug = models.SlugField(max_length=64, unique=True)
-    website = models.URLField(blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class Cluster(models.Model):
-    class Orchestrator(models.TextChoices):
-        SLURM = "slurm", "Slurm"
-        KUBERNETES = "kubernetes", "Kubernetes"
-        STANDALONE = "standalone", "Standalone"
-
-    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="clusters")
-    name = models.CharField(max_length=200)
-    region = models.CharField(max_length=64, blank=True)
-    gpu_model = models.CharField(max_length=64, blank=True, help_text="As ordered, e.g. 'H100-SXM-80GB'.")
-    gpu_count = models.PositiveIntegerField(default=0, help_text="GPUs ordered in this cluster.")
-    orchestrator = models.CharField(max_length=16, choices=Orchestrator.choices, default=Orchestrator.SLURM)
-    list_price_per_gpu_hour = models.DecimalField(
-        max_digits=8, decimal_places=4, null=True, blank=True, help_text="List price in $/GPU-hour."
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["provider__name", "name"]
-        constraints = [
-            models.UniqueConstraint(fields=["provider", "name"], name="cluster_unique_name_per_provider"),
-            models.CheckConstraint(
-                condition=Q(list_price_per_gpu_hour__isnull=True) | Q(list_price_per_gpu_hour__gte=0),
-                name="cluster_price_not_negative",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.provider.name} / {self.name}"
-
-
-class Cycle(models.Model):
-    class Status(models.TextChoices):
-        PLANNED = "planned", "Planned"
-        COLLECTING = "collecting", "Collecting evidence"
-        SCORING = "scoring", "Scoring"
-        CLOSED = "closed", "Closed"
-
-    name = models.CharField(max_length=200)
-    slug = models.SlugField(max_length=64, unique=True)
-    rubric_version = models.ForeignKey(
-        "rubric.RubricVersion", on_delete=models.PROTECT, related_name="cycles"
-    )
-    period_start = models.DateField()
-    period_end = models.DateField()
-    providers = models.ManyToManyField(Provider, related_name="cycles", blank=True, help_text="The peer set.")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PLANNED)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-period_start", "slug"]
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(period_end__gte=models.F("period_start")), name="cycle_period_ordered"
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.name
 
 
 # ------------------------------------------------------------------------------------ evidence
@@ -218,6 +140,62 @@ class CustomerFeedback(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider} {self.area or self.criterion}: {self.rating}"
+
+
+class ScoreOverride(models.Model):
+    """A publisher's change to one criterion score; counts only once another publisher approves.
+
+    The row is evidence the engine reads, so it lives here; the four-eyes workflow that
+    proposes and decides it is ``reviews.services`` (audited from there, see reviews.history).
+
+    `value` is the normalised criterion score in [0, 1] (the scale the engine combines),
+    so an override means the same thing whichever evidence kind fed the criterion.
+    """
+
+    class Status(models.TextChoices):
+        PROPOSED = "proposed", "Proposed"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+
+    cycle = models.ForeignKey("providers.Cycle", on_delete=models.PROTECT, related_name="score_overrides")
+    provider = models.ForeignKey("providers.Provider", on_delete=models.PROTECT, related_name="score_overrides")
+    criterion = models.ForeignKey("rubric.Criterion", on_delete=models.PROTECT, related_name="score_overrides")
+    value = models.FloatField(help_text="New normalised criterion score, 0 (worst) to 1 (best).")
+    justification = models.TextField()
+    evidence = models.JSONField(default=list, help_text="List of {url, quote} supporting the change.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PROPOSED)
+    proposed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="The second publisher who approved or rejected it.",
+    )
+    decision_note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "reviews_scoreoverride"  # the table predates the move from reviews (migration 0005)
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(value__gte=0) & Q(value__lte=1), name="override_value_0_1"),
+            models.CheckConstraint(condition=~Q(justification=""), name="override_has_justification"),
+            models.CheckConstraint(
+                condition=Q(decided_by__isnull=True) | ~Q(decided_by=F("proposed_by")),
+                name="override_four_eyes",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="proposed") | (Q(decided_by__isnull=False) & Q(decided_at__isnull=False)),
+                name="override_decision_recorded",
+            ),
+            models.UniqueConstraint(
+                fields=["cycle", "provider", "criterion"], condition=Q(status="approved"),
+                name="override_one_approved_per_unit",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.cycle.slug}/{self.provider.slug}/{self.criterion.key} -> {self.value:g} ({self.status})"
+
 
 
 # -------------------------------------------------------------------------------------- scores

@@ -3,7 +3,8 @@
 ``sample_cycle_create`` imports (and freezes) rubric/data/opgrade-2026.1.yaml if needed and
 writes a cycle with ``providers`` synthetic providers of graded quality: probe findings
 (3-5 replicates per probe, measured values around the anchors, pass/fail outcomes, an
-occasional harness error or timeout), two doc reviews per documentation criterion with a
+occasional harness error or timeout; stored through ``probes.services.probe_run_record``,
+the same hand-off as measured findings), two doc reviews per documentation criterion with a
 citation, and a handful of customer ratings per area. Provider 1 fails tenant log
 isolation (a gate), and the last provider's probes all broke on our side (Not rated).
 The same seed writes the same evidence, so ``compute_tiers`` prints the same hash.
@@ -19,8 +20,9 @@ import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from probes.models import Finding, ProbeRun
-from ratings.models import Cluster, Cycle, Provider
+from probes.catalog.base import FindingDraft, Outcome
+from probes.services import probe_run_record
+from providers.models import Cluster, Cycle, Provider
 from ratings.services import customer_feedback_record, doc_review_record
 from rubric.models import Criterion, RubricVersion
 from rubric.services import rubric_version_import
@@ -97,17 +99,16 @@ def _probe_findings(
             by_probe.setdefault(c.probe_id, []).append(c)
     for probe_id, bound in sorted(by_probe.items()):
         for replicate in range(int(rng.integers(3, 6))):
-            run = ProbeRun.objects.create(
-                cycle=cycle, cluster=cluster, probe_id=probe_id, probe_version="1", scheduled_for=slot,
-                idempotency_key=f"sample:{cycle.slug}:{cluster.pk}:{probe_id}:{replicate}",
-                status=ProbeRun.Status.DONE, attempt=1,
-            )
+            drafts = []
             for c in bound:
                 outcome, value = _outcome(c, quality, rng, broken=broken, leaky=leaky)
-                Finding.objects.create(
-                    run=run, probe_id=probe_id, probe_version="1", target="cluster", metric=c.probe_metric,
-                    outcome=outcome, value=value, unit=c.unit,
+                drafts.append(
+                    FindingDraft(target="cluster", outcome=Outcome(outcome), metric=c.probe_metric, value=value, unit=c.unit)
                 )
+            probe_run_record(
+                cluster=cluster, cycle=cycle, probe_id=probe_id, probe_version="1", slot=slot,
+                idempotency_key=f"sample:{cycle.slug}:{cluster.pk}:{probe_id}:{replicate}", drafts=drafts,
+            )
 
 
 def _outcome(

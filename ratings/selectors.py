@@ -6,17 +6,16 @@
 * the rubric: the cycle's frozen version, checked against its freeze fingerprint
   (``rubric.selectors.rubric_version_verify_fingerprint``) and converted to a
   ``RubricSpec`` that carries that stored fingerprint;
-* probe evidence: ``probes.Finding`` rows of the cycle's runs, bound to criteria by the
+* probe evidence: the cycle's findings (``probes.selectors.findings_for_cycle``), bound to criteria by the
   rubric's probe bindings (criterion.probe_id == finding.probe_id and criterion.probe_metric
   == finding.metric, the empty metric meaning the pass/fail outcome); every finding of
   every cluster of the provider is one replicate;
 * documentation reviews and customer feedback of the cycle; feedback given for an area
   goes to that area's customer-feedback criterion;
-* when the ``reviews`` app (the human-evidence workflow) is installed, its submitted blind
-  reviews and reconciliations count as documentation reviews and its approved (four-eyes)
-  score overrides replace criterion scores. It is read through the app registry, not
-  imported, because reviews builds on ratings; a review mirrored into both apps is refused
-  by the engine as a reviewer scoring twice, never counted twice;
+* approved (four-eyes) score overrides (``ScoreOverride``, decided in the reviews workflow)
+  replace criterion scores; the reviews workflow's submitted blind reviews and
+  reconciliations arrive as DocReview rows (written through ``doc_review_record``), so
+  nothing is read twice;
 * the previous tiers for hysteresis.
 
 Every row carries the rubric version of the criterion it names, so evidence bound to another
@@ -27,12 +26,12 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from dataclasses import dataclass
 
-from django.apps import apps
 from django.db.models import QuerySet
 
-from probes.models import Finding
-from probes.thresholds import real_scale_value
+from probes.selectors import findings_for_cycle
+from providers.models import Cycle, Provider
 from ratings.engine_types import (
     TIERS,
     AreaSpec,
@@ -51,7 +50,7 @@ from ratings.engine_types import (
     ScoringParams,
     TierFloors,
 )
-from ratings.models import CustomerFeedback, Cycle, DocReview, ScoreSnapshot, TierAssignment
+from ratings.models import CustomerFeedback, DocReview, ScoreOverride, ScoreSnapshot, TierAssignment
 from rubric.models import Area, Criterion, RubricVersion
 from rubric.selectors import RubricFingerprintMismatch, rubric_version_verify_fingerprint
 
@@ -107,17 +106,10 @@ def _probe_observations(cycle: Cycle, rubric: RubricSpec) -> list[ProbeObservati
     for c in rubric.criteria:
         if EvidenceKind.PROBE in c.evidence_kinds and c.probe_id:
             bindings[(c.probe_id, c.probe_metric)].append(c.key)
-    rows = (
-        Finding.objects.filter(run__cycle=cycle)
-        .values_list("probe_id", "metric", "outcome", "value", "threshold_ref", "run__cluster__provider__slug")
-        .order_by("id")
-    )
     out = []
-    for probe_id, metric, outcome, value, ref, provider in rows.iterator(chunk_size=5000):
-        # a value judged on a scale row (a testbed's seconds) is restated on the anchors' real scale
-        value = real_scale_value(probe_id, metric, value, ref or "")
-        for key in bindings.get((probe_id, metric), ()):
-            out.append(ProbeObservation(rubric.id, provider, key, Outcome(outcome), value))
+    for f in findings_for_cycle(cycle=cycle):
+        for key in bindings.get((f.probe_id, f.metric), ()):
+            out.append(ProbeObservation(rubric.id, f.provider_slug, key, Outcome(f.outcome), f.value))
     return out
 
 
@@ -158,22 +150,51 @@ def _feedback(cycle: Cycle) -> list[FeedbackResponse]:
 
 
 def _approved_overrides(cycle: Cycle) -> list[CriterionOverride]:
-    """Approved four-eyes overrides of the reviews workflow.
+    """Approved four-eyes overrides (``ScoreOverride``, proposed and decided in reviews).
 
     Reviews themselves arrive as DocReview rows: the reviews app writes one per submitted
     assignment and one per reconciliation (ratings.services.doc_review_record), so DocReview
-    is the single source of doc-review evidence and nothing is read twice. Only overrides
-    live solely in the reviews app; it is read through the app registry so that ratings
-    does not import reviews (which builds on ratings).
+    is the single source of doc-review evidence and nothing is read twice.
     """
-    if not apps.is_installed("reviews"):
-        return []
-    override = apps.get_model("reviews", "ScoreOverride")
     fields = ("provider__slug", "criterion__key", "criterion__rubric_version_id")
     return [
         CriterionOverride(str(version), provider, key, float(value))
-        for provider, key, version, value in override.objects.filter(cycle=cycle, status="approved")
-        .values_list(*fields, "value").order_by("id")
+        for provider, key, version, value in ScoreOverride.objects.filter(
+            cycle=cycle, status=ScoreOverride.Status.APPROVED
+        ).values_list(*fields, "value").order_by("id")
+    ]
+
+
+@dataclass(frozen=True)
+class ApprovedOverride:
+    """An approved override as the published report reads it (no model objects)."""
+
+    criterion_key: str
+    provider_slug: str
+    value: float
+    justification: str
+    evidence: tuple[tuple[str, str], ...]
+    proposed_by: str
+    approved_by: str
+    approved_at: str
+
+
+def overrides_approved_for_cycle(*, cycle: Cycle) -> list[ApprovedOverride]:
+    """Approved overrides of a cycle, with who proposed and approved them, for the report."""
+    rows = (
+        ScoreOverride.objects.filter(cycle=cycle, status=ScoreOverride.Status.APPROVED)
+        .select_related("provider", "criterion", "proposed_by", "decided_by")
+        .order_by("provider__slug", "criterion__key")
+    )
+    return [
+        ApprovedOverride(
+            criterion_key=o.criterion.key, provider_slug=o.provider.slug, value=o.value,
+            justification=o.justification,
+            evidence=tuple((str(e.get("url", "")), str(e.get("quote", ""))) for e in o.evidence),
+            proposed_by=o.proposed_by.get_username(), approved_by=o.decided_by.get_username(),  # type: ignore[union-attr]
+            approved_at=o.decided_at.isoformat() if o.decided_at else "",
+        )
+        for o in rows
     ]
 
 
@@ -230,3 +251,15 @@ def score_snapshot_list() -> QuerySet[ScoreSnapshot]:
 
 def tier_assignment_list() -> QuerySet[TierAssignment]:
     return TierAssignment.objects.select_related("snapshot__cycle", "provider").order_by("snapshot_id", "provider__name")
+
+
+PROVIDER_TIER_FIELDS = ("tier", "ci_low", "ci_high", "composite", "coverage", "borderline", "outlook")
+
+
+def provider_tier_latest(*, provider: Provider, cycle: Cycle) -> list[dict[str, object]]:
+    """The provider's tier in the cycle's latest score snapshot (summary fields only; [] if none)."""
+    rows = TierAssignment.objects.filter(provider=provider, snapshot__cycle=cycle).order_by(
+        "-snapshot__created_at", "-pk"
+    )
+    return list(rows.values(*PROVIDER_TIER_FIELDS)[:1])
+

@@ -15,12 +15,11 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from providers.models import Cycle, Provider
 from ratings.engine_types import PreviousTier, ProviderResult, ScoringInputError
 from ratings.models import (
     CustomerFeedback,
-    Cycle,
     DocReview,
-    Provider,
     ScoreSnapshot,
     TierAssignment,
     respondent_org_hash,

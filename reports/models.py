@@ -47,7 +47,7 @@ class Report(models.Model):
         "withdrawn": ("withdrawn",),
     }
 
-    cycle = models.ForeignKey("ratings.Cycle", on_delete=models.PROTECT, related_name="reports")
+    cycle = models.ForeignKey("providers.Cycle", on_delete=models.PROTECT, related_name="reports")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
     content = models.JSONField(help_text="The frozen report document (reports.context).")
     content_hash = models.CharField(

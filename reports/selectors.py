@@ -96,3 +96,15 @@ def report_provider_facts(*, report: Report, provider_slug: str) -> dict[str, An
         if provider.get("slug") == provider_slug:
             return provider
     return None
+
+
+def report_in_fact_check(*, cycle: Any) -> Report | None:
+    """The cycle's newest report in fact-check (what the provider portal shows and replies to)."""
+    return Report.objects.filter(cycle=cycle, status=Report.Status.FACT_CHECK).order_by("-pk").first()
+
+
+def report_in_fact_check_exists(*, cycle: Any, pk: int) -> bool:
+    """Whether ``pk`` is one of the cycle's reports in fact-check (a reply may name only those)."""
+    if not 1 <= pk < 2**63:  # beyond a bigint: no such row, and no overflow in the driver
+        return False
+    return Report.objects.filter(pk=pk, cycle=cycle, status=Report.Status.FACT_CHECK).exists()

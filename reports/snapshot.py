@@ -3,8 +3,8 @@
 ``snapshot_report_input`` gathers everything the pure builder (``reports.context``) needs:
 the snapshot's tier assignments (tier, probabilities, CI, areas, criteria, gate caps), the
 rubric version's definitions, the providers' names, the earlier published reports (for
-movement and history) and the approved overrides (reviews app, when installed). Model
-classes are looked up through the app registry so this module imports without them.
+movement and history) and the approved overrides (``ratings.selectors``). reports sits
+above ratings, so it imports ratings' models and selectors directly.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.apps import apps
-
+from ratings.models import TierAssignment
+from ratings.selectors import overrides_approved_for_cycle
 from reports import context as ctx
 from reports.methodology import METHODOLOGY_TEXT
 from reports.selectors import report_history_before
@@ -21,7 +21,7 @@ from reports.selectors import report_history_before
 RUBRIC_PARAMETERS = (
     "coverage_floor", "area_coverage_floor", "bootstrap_size", "boundary_confidence", "borderline_threshold",
     "hysteresis_threshold", "feedback_prior_strength", "tier_floor_platinum", "tier_floor_gold",
-    "tier_floor_silver", "tier_floor_bronze",
+    "tier_floor_silver", "tier_floor_bronze", "feedback_prior_mean", "boundary_min_gap",
 )
 
 
@@ -95,11 +95,7 @@ def published_history(cycle: Any) -> tuple[ctx.PublishedCycle, ...]:
 
 
 def _overrides(cycle: Any, scores: Mapping[tuple[str, str], float | None]) -> tuple[ctx.OverrideEntry, ...]:
-    """Approved overrides (reviews app): criterion, provider, from -> to, justification, publishers."""
-    if not apps.is_installed("reviews"):
-        return ()
-    from reviews.selectors import overrides_approved_for_cycle  # optional app
-
+    """Approved overrides: criterion, provider, from -> to, justification, publishers."""
     return tuple(
         ctx.OverrideEntry(
             provider_slug=o.provider_slug, criterion_key=o.criterion_key,
@@ -112,9 +108,8 @@ def _overrides(cycle: Any, scores: Mapping[tuple[str, str], float | None]) -> tu
 
 def snapshot_report_input(snapshot: Any) -> ctx.ReportInput:
     """Everything the document builder needs for ``snapshot`` (a ratings.ScoreSnapshot)."""
-    assignment_model = apps.get_model("ratings", "TierAssignment")
     cycle = snapshot.cycle
-    assignments: Iterable[Any] = assignment_model.objects.filter(snapshot=snapshot).select_related("provider")
+    assignments: Iterable[Any] = TierAssignment.objects.filter(snapshot=snapshot).select_related("provider")
     providers = tuple(_provider(a) for a in assignments)
     result = snapshot.result if isinstance(snapshot.result, Mapping) else {}
     scores = {(p.slug, c.key): c.normalised for p in providers for c in p.criteria}

@@ -10,13 +10,10 @@ hash and status, honour If-None-Match (304), and are Cache-Control: public.
 
 from __future__ import annotations
 
-import gzip
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.cache import patch_cache_control
@@ -24,56 +21,10 @@ from django.views.decorators.http import require_safe
 
 from reports import charts, rendering, selectors
 from reports.context import group_by_tier
+from reports.http import cached_response, public_report_bytes, report_meta
 from reports.models import Report
-
-MAX_AGE = int(getattr(settings, "OPGRADE_REPORT_MAX_AGE", 300))  # seconds shared caches may reuse a page
-
-
-# --- plumbing ---------------------------------------------------------------------------------
-def _meta(pk: int) -> dict[str, Any]:
-    meta = rendering.meta_cache.get(pk, lambda: selectors.report_public_meta(pk=pk))
-    if meta is None:
-        raise Http404("No published report with that number.")
-    return meta
-
-
-def etag_for(meta: dict[str, Any], kind: str = "") -> str:
-    """Strong ETag: the content hash plus the parts that can still change (status, correction)."""
-    tail = f"{meta['status']}-{meta.get('superseded_by__id') or 0}"
-    return f'"{meta["content_hash"]}-{tail}{("-" + kind) if kind else ""}"'
-
-
-def _matches(request: HttpRequest, etag: str) -> bool:
-    header = request.headers.get("If-None-Match", "")
-    return header.strip() == "*" or etag in [part.strip().removeprefix("W/") for part in header.split(",")]
-
-
-def cached_response(
-    request: HttpRequest, meta: dict[str, Any], kind: str, render: Callable[[], bytes], content_type: str,
-    *, filename: str | None = None,
-) -> HttpResponse:
-    key = (kind, meta["id"], meta["content_hash"], meta["status"], meta.get("superseded_by__id"))
-    # Compressible bodies are also kept gzipped (once per content hash), so clients that
-    # accept gzip get a tenth of the bytes at no per-request compression cost.
-    gzipped = content_type != "application/pdf" and "gzip" in request.headers.get("Accept-Encoding", "")
-    etag = etag_for(meta, kind + (".gz" if gzipped else ""))
-    if _matches(request, etag):
-        response: HttpResponse = HttpResponseNotModified()
-    else:
-        body = rendering.cache.get_or_render(key, render)
-        if gzipped:
-            body = rendering.cache.get_or_render((*key, "gzip"), lambda: gzip.compress(body, 6, mtime=0))
-            response = HttpResponse(body, content_type=content_type)
-            response["Content-Encoding"] = "gzip"
-        else:
-            response = HttpResponse(body, content_type=content_type)
-        if filename:
-            response["Content-Disposition"] = f'inline; filename="{filename}"'
-    response["ETag"] = etag
-    response["Vary"] = "Accept-Encoding"
-    response["X-Content-Hash"] = meta["content_hash"]
-    patch_cache_control(response, public=True, max_age=MAX_AGE)
-    return response
+from rubric.models import RubricVersion
+from rubric.selectors import rubric_version_diff
 
 
 def _report(meta: dict[str, Any]) -> Report:
@@ -119,7 +70,7 @@ def report_index(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 def overview(request: HttpRequest, pk: int) -> HttpResponse:
-    meta = _meta(pk)
+    meta = report_meta(pk)
 
     def render() -> bytes:
         report = _report(meta)
@@ -131,7 +82,7 @@ def overview(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_safe
 def provider_page(request: HttpRequest, pk: int, slug: str) -> HttpResponse:
-    meta = _meta(pk)
+    meta = report_meta(pk)
 
     def render() -> bytes:
         report = _report(meta)
@@ -145,7 +96,7 @@ def provider_page(request: HttpRequest, pk: int, slug: str) -> HttpResponse:
 
 @require_safe
 def provider_text(request: HttpRequest, pk: int, slug: str) -> HttpResponse:
-    meta = _meta(pk)
+    meta = report_meta(pk)
 
     def render() -> bytes:
         report = _report(meta)
@@ -191,11 +142,6 @@ def _rubric_diff_text(previous: tuple[str, str] | None, current: tuple[str, str]
     """The rubric app's own diff of two frozen versions, when both rows and the selector exist."""
     if previous is None:
         return ""
-    try:
-        from rubric.models import RubricVersion
-        from rubric.selectors import rubric_version_diff
-    except ImportError:  # the rubric diff selector is optional; the document diff always shows
-        return ""
     rows = {(v.name, v.version): v for v in RubricVersion.objects.filter(
         name__in=[previous[0], current[0]], version__in=[previous[1], current[1]], status="frozen")}
     if previous not in rows or current not in rows:
@@ -206,15 +152,13 @@ def _rubric_diff_text(previous: tuple[str, str] | None, current: tuple[str, str]
 # --- exports ----------------------------------------------------------------------------------
 @require_safe
 def export_json(request: HttpRequest, pk: int) -> HttpResponse:
-    from reports.api.views import public_report_bytes
-
-    meta = _meta(pk)
+    meta = report_meta(pk)
     return cached_response(request, meta, "json", lambda: public_report_bytes(meta["id"]), "application/json")
 
 
 @require_safe
 def export_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
-    meta = _meta(pk)
+    meta = report_meta(pk)
     builders = {"providers": rendering.providers_csv, "criteria": rendering.criteria_csv}
     if table not in builders:
         raise Http404("Unknown CSV table.")
@@ -229,7 +173,7 @@ def export_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
 
 @require_safe
 def export_pdf(request: HttpRequest, pk: int) -> HttpResponse:
-    meta = _meta(pk)
+    meta = report_meta(pk)
 
     def render() -> bytes:
         report = _report(meta)
@@ -254,7 +198,7 @@ def _inline_css() -> str:
 
 @require_safe
 def chart_svg(request: HttpRequest, pk: int, chart: str, slug: str) -> HttpResponse:
-    meta = _meta(pk)
+    meta = report_meta(pk)
     if chart not in ("areas", "history"):
         raise Http404("Unknown chart.")
 

@@ -46,17 +46,21 @@ _PRECEDENCE: tuple[Role, ...] = (Role.ADMIN, Role.PUBLISHER, Role.ANALYST, Role.
 # Django model permissions each group holds, by app label (codename actions) and by model.
 # Applied by reviews.services.roles_sync; models added later by other apps are covered on
 # the next migrate or `manage.py roles_sync`.
-_MANAGED_APPS = ("rubric", "ratings", "probes", "reports", "django_celery_beat")
+_MANAGED_APPS = ("rubric", "providers", "ratings", "probes", "reports", "django_celery_beat")
 ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
     Role.ANALYST: {
-        **dict.fromkeys(_MANAGED_APPS, ("view", "add", "change")),
+        **dict.fromkeys((a for a in _MANAGED_APPS if a != "ratings"), ("view", "add", "change")),
+        **dict.fromkeys(
+            ("ratings.docreview", "ratings.customerfeedback", "ratings.scoresnapshot", "ratings.tierassignment"),
+            ("view", "add", "change"),
+        ),
+        "ratings.scoreoverride": ("view",),
         "reviews.reviewassignment": ("view", "add", "change"),
         "reviews.conflictofinterest": ("view", "add", "change"),
         "reviews.reconciliation": ("view", "add", "change"),
         "reviews.interviewnote": ("view", "add", "change"),
         "reviews.feedbackimport": ("view", "add"),
         "reviews.rightofreply": ("view", "change"),
-        "reviews.scoreoverride": ("view",),
         "reviews.providermembership": ("view",),
         "reviews.auditevent": ("view",),
     },
@@ -68,7 +72,7 @@ ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
     Role.PUBLISHER: {
         **dict.fromkeys((*_MANAGED_APPS, "reviews"), ("view",)),
         "reports": ("view", "add", "change", "publish"),
-        "reviews.scoreoverride": ("view", "add", "change"),
+        "ratings.scoreoverride": ("view", "add", "change"),
         "reviews.rightofreply": ("view", "change"),
     },
     Role.ADMIN: dict.fromkeys((*_MANAGED_APPS, "reviews", "auth", "authtoken"), ("view", "add", "change", "delete", "publish")),

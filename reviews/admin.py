@@ -18,6 +18,7 @@ from django.utils.html import format_html_join
 
 from config.admin_readonly import ReadOnlyAdminMixin
 from config.history_admin import GuardedHistoryAdmin
+from ratings.models import ScoreOverride
 from reviews import selectors, services
 from reviews.access import ALL_STAFF_READ, Role, user_role
 from reviews.models import (
@@ -29,7 +30,6 @@ from reviews.models import (
     Reconciliation,
     ReviewAssignment,
     RightOfReply,
-    ScoreOverride,
 )
 
 

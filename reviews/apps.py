@@ -12,7 +12,7 @@ class ReviewsConfig(AppConfig):
     def ready(self) -> None:
         from simple_history.signals import post_create_historical_record
 
-        from reviews.history import audit_event_record
+        from reviews.receivers import audit_event_record
         from reviews.services import roles_sync_after_migrate
 
         post_create_historical_record.connect(audit_event_record, dispatch_uid="reviews.audit_event_record")

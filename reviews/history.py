@@ -1,10 +1,11 @@
-"""Audit trail: simple-history on other apps' models, flattened into `AuditEvent` rows.
+"""Audit trail registration: simple-history on other apps' models, and the field-level diff.
 
-Rubric and ratings rows are owned by other apps, which must not depend on this one, so
-their history models are registered from here with ``app="reviews"``: the history tables
-live in this app's migrations and the owning apps stay unaware. Every historical record
-written (ours or theirs) is also copied into one `AuditEvent` with the field-level
-before/after, so the admin can list who changed what, when, across all models.
+Rubric, providers, ratings and reports rows are owned by apps below this one, which must not
+depend on it, so their history models are registered from here with ``app="reviews"``: the
+history tables live in this app's migrations and the owning apps stay unaware. This module
+imports no model of its own app (reviews.models calls ``foreign_history_register`` while
+models load); the receiver that copies every historical record into one ``AuditEvent`` is
+``reviews.receivers``.
 """
 
 from __future__ import annotations
@@ -24,13 +25,14 @@ FOREIGN_AUDITED: tuple[tuple[str, str], ...] = (
     ("rubric", "RubricVersion"),
     ("rubric", "Area"),
     ("rubric", "Criterion"),
-    ("ratings", "Provider"),
-    ("ratings", "Cluster"),
-    ("ratings", "Cycle"),
+    ("providers", "Provider"),
+    ("providers", "Cluster"),
+    ("providers", "Cycle"),
     ("ratings", "DocReview"),
     ("ratings", "CustomerFeedback"),
     ("ratings", "ScoreSnapshot"),
     ("ratings", "TierAssignment"),
+    ("ratings", "ScoreOverride"),
     ("reports", "Report"),
 )
 
@@ -77,24 +79,6 @@ def audit_changes(history_instance: Any) -> list[dict[str, str | None]]:
             continue
         changes.append({"field": name, "before": _display(name, before), "after": _display(name, after)})
     return changes
-
-
-def audit_event_record(*, sender: Any, history_instance: Any, history_user: Any = None, **_: Any) -> None:
-    """simple-history `post_create_historical_record` receiver: write one AuditEvent."""
-    from reviews.models import AuditEvent
-
-    meta = history_instance.instance_type._meta
-    user = history_user if getattr(history_user, "pk", None) else None
-    AuditEvent.objects.create(
-        at=history_instance.history_date,
-        user=user,
-        username=user.get_username() if user else "",
-        model=f"{meta.app_label}.{meta.model_name}",
-        object_id=str(getattr(history_instance, meta.pk.attname)),
-        object_repr=str(history_instance.instance)[:200],
-        action=history_instance.history_type,
-        changes=audit_changes(history_instance),
-    )
 
 
 @contextmanager

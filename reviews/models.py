@@ -10,8 +10,9 @@ trustworthy:
   second) per cycle x provider x criterion; a gap of 2+ points opens a third slot. A
   declared `ConflictOfInterest` (reviewer x provider) blocks assignment. A
   `Reconciliation` records the value used for scoring and keeps links to the raw reviews.
-* **Overrides.** A publisher may propose a `ScoreOverride` with a written justification
-  and evidence; a *different* publisher must approve it (four eyes, also a DB constraint).
+* **Overrides.** A publisher may propose a score override (``ratings.ScoreOverride``, the
+  row the engine reads) with a written justification and evidence; a *different* publisher
+  must approve it (four eyes, also a DB constraint). The workflow is here, the row in ratings.
 * **Provider voice.** `RightOfReply` is a provider's comment on a fact in the draft
   report; `InterviewNote` is an analyst's record of a customer interview.
 * **Audit.** Every change to these models, and to rubric and ratings rows (registered
@@ -23,8 +24,10 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import Q
 from simple_history.models import HistoricalRecords
+
+from reviews.history import foreign_history_register
 
 SCORE_MIN = 0
 SCORE_MAX = 4
@@ -38,7 +41,7 @@ class ProviderMembership(models.Model):
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="provider_membership"
     )
-    provider = models.ForeignKey("ratings.Provider", on_delete=models.CASCADE, related_name="memberships")
+    provider = models.ForeignKey("providers.Provider", on_delete=models.CASCADE, related_name="memberships")
     created_at = models.DateTimeField(auto_now_add=True)
     history = HistoricalRecords()
 
@@ -55,7 +58,7 @@ class ConflictOfInterest(models.Model):
     reviewer = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conflicts_of_interest"
     )
-    provider = models.ForeignKey("ratings.Provider", on_delete=models.CASCADE, related_name="conflicts_of_interest")
+    provider = models.ForeignKey("providers.Provider", on_delete=models.CASCADE, related_name="conflicts_of_interest")
     declared_at = models.DateTimeField(auto_now_add=True)
     note = models.TextField(blank=True, help_text="What the conflict is (employment, shares, family...).")
     history = HistoricalRecords()
@@ -84,8 +87,8 @@ class ReviewAssignment(models.Model):
         ASSIGNED = "assigned", "Assigned"
         SUBMITTED = "submitted", "Submitted"
 
-    cycle = models.ForeignKey("ratings.Cycle", on_delete=models.PROTECT, related_name="review_assignments")
-    provider = models.ForeignKey("ratings.Provider", on_delete=models.PROTECT, related_name="review_assignments")
+    cycle = models.ForeignKey("providers.Cycle", on_delete=models.PROTECT, related_name="review_assignments")
+    provider = models.ForeignKey("providers.Provider", on_delete=models.PROTECT, related_name="review_assignments")
     criterion = models.ForeignKey("rubric.Criterion", on_delete=models.PROTECT, related_name="review_assignments")
     reviewer = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="review_assignments"
@@ -142,8 +145,8 @@ class Reconciliation(models.Model):
         MEDIAN = "median", "Median of three reviewers"
         MANUAL = "manual", "Set by an analyst"
 
-    cycle = models.ForeignKey("ratings.Cycle", on_delete=models.PROTECT, related_name="reconciliations")
-    provider = models.ForeignKey("ratings.Provider", on_delete=models.PROTECT, related_name="reconciliations")
+    cycle = models.ForeignKey("providers.Cycle", on_delete=models.PROTECT, related_name="reconciliations")
+    provider = models.ForeignKey("providers.Provider", on_delete=models.PROTECT, related_name="reconciliations")
     criterion = models.ForeignKey("rubric.Criterion", on_delete=models.PROTECT, related_name="reconciliations")
     value = models.FloatField(help_text="Reconciled score on the 0-4 scale.")
     method = models.CharField(max_length=8, choices=Method.choices)
@@ -175,58 +178,6 @@ class Reconciliation(models.Model):
         return f"{self.cycle.slug}/{self.provider.slug}/{self.criterion.key} = {self.value:g}"
 
 
-class ScoreOverride(models.Model):
-    """A publisher's change to one criterion score; counts only once another publisher approves.
-
-    `value` is the normalised criterion score in [0, 1] (the scale the engine combines),
-    so an override means the same thing whichever evidence kind fed the criterion.
-    """
-
-    class Status(models.TextChoices):
-        PROPOSED = "proposed", "Proposed"
-        APPROVED = "approved", "Approved"
-        REJECTED = "rejected", "Rejected"
-
-    cycle = models.ForeignKey("ratings.Cycle", on_delete=models.PROTECT, related_name="score_overrides")
-    provider = models.ForeignKey("ratings.Provider", on_delete=models.PROTECT, related_name="score_overrides")
-    criterion = models.ForeignKey("rubric.Criterion", on_delete=models.PROTECT, related_name="score_overrides")
-    value = models.FloatField(help_text="New normalised criterion score, 0 (worst) to 1 (best).")
-    justification = models.TextField()
-    evidence = models.JSONField(default=list, help_text="List of {url, quote} supporting the change.")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PROPOSED)
-    proposed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
-    decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
-        help_text="The second publisher who approved or rejected it.",
-    )
-    decision_note = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    decided_at = models.DateTimeField(null=True, blank=True)
-    history = HistoricalRecords()
-
-    class Meta:
-        ordering = ["-created_at"]
-        constraints = [
-            models.CheckConstraint(condition=Q(value__gte=0) & Q(value__lte=1), name="override_value_0_1"),
-            models.CheckConstraint(condition=~Q(justification=""), name="override_has_justification"),
-            models.CheckConstraint(
-                condition=Q(decided_by__isnull=True) | ~Q(decided_by=F("proposed_by")),
-                name="override_four_eyes",
-            ),
-            models.CheckConstraint(
-                condition=Q(status="proposed") | (Q(decided_by__isnull=False) & Q(decided_at__isnull=False)),
-                name="override_decision_recorded",
-            ),
-            models.UniqueConstraint(
-                fields=["cycle", "provider", "criterion"], condition=Q(status="approved"),
-                name="override_one_approved_per_unit",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.cycle.slug}/{self.provider.slug}/{self.criterion.key} -> {self.value:g} ({self.status})"
-
-
 class RightOfReply(models.Model):
     """A provider's comment on a fact in the draft report during fact-check."""
 
@@ -235,11 +186,13 @@ class RightOfReply(models.Model):
         ACCEPTED = "accepted", "Accepted (fact corrected)"
         DECLINED = "declined", "Declined (fact stands)"
 
-    provider = models.ForeignKey("ratings.Provider", on_delete=models.CASCADE, related_name="replies")
+    provider = models.ForeignKey("providers.Provider", on_delete=models.CASCADE, related_name="replies")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="replies")
-    cycle = models.ForeignKey("ratings.Cycle", on_delete=models.PROTECT, related_name="replies")
-    # reports.Report is built in parallel; the id is kept without a FK until it lands.
-    report_id = models.BigIntegerField(null=True, blank=True, help_text="The draft report replied to, if any.")
+    cycle = models.ForeignKey("providers.Cycle", on_delete=models.PROTECT, related_name="replies")
+    report = models.ForeignKey(
+        "reports.Report", null=True, blank=True, on_delete=models.PROTECT, related_name="replies",
+        help_text="The draft report replied to, if any.",
+    )
     fact_ref = models.CharField(max_length=200, help_text="Which fact: a finding id, criterion key or section.")
     text = models.TextField()
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
@@ -259,8 +212,8 @@ class RightOfReply(models.Model):
 class InterviewNote(models.Model):
     """An analyst's notes of a customer interview; the organisation only as a keyed hash."""
 
-    cycle = models.ForeignKey("ratings.Cycle", on_delete=models.PROTECT, related_name="interview_notes")
-    provider = models.ForeignKey("ratings.Provider", on_delete=models.PROTECT, related_name="interview_notes")
+    cycle = models.ForeignKey("providers.Cycle", on_delete=models.PROTECT, related_name="interview_notes")
+    provider = models.ForeignKey("providers.Provider", on_delete=models.PROTECT, related_name="interview_notes")
     area_or_criterion = models.SlugField(max_length=96, help_text="Area key or criterion key rated.")
     rating = models.PositiveSmallIntegerField(null=True, blank=True, help_text="1-5, when one was given.")
     respondent_org_hash = models.CharField(max_length=64, help_text="HMAC-SHA256 of the organisation name.")
@@ -289,7 +242,7 @@ class InterviewNote(models.Model):
 class FeedbackImport(models.Model):
     """One customer-feedback CSV import: who, when, which file (by hash), how many rows."""
 
-    cycle = models.ForeignKey("ratings.Cycle", on_delete=models.PROTECT, related_name="feedback_imports")
+    cycle = models.ForeignKey("providers.Cycle", on_delete=models.PROTECT, related_name="feedback_imports")
     filename = models.CharField(max_length=255)
     sha256 = models.CharField(max_length=64)
     row_count = models.PositiveIntegerField()
@@ -333,8 +286,7 @@ class AuditEvent(models.Model):
         return f"{self.at:%Y-%m-%d %H:%M} {self.username or '-'} {self.get_action_display()} {self.model}"
 
 
-# History for rubric and ratings models lives in this app (see reviews.history); it is
-# registered while models load so that migrations and the admin see it.
-from reviews.history import foreign_history_register  # noqa: E402
-
+# History for the audited models of the apps below (rubric, providers, ratings, reports) lives
+# in this app (see reviews.history); it is registered while models load so that migrations
+# and the admin see it.
 foreign_history_register()

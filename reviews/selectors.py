@@ -13,47 +13,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.apps import apps
 from django.db.models import Avg, Count, QuerySet
 from django.db.models.functions import Coalesce
 
-from ratings.models import CustomerFeedback, Cycle, Provider
+from probes.selectors import findings_for_provider
+from providers.models import Cycle, Provider
+from ratings.models import CustomerFeedback
+from ratings.selectors import provider_tier_latest
+from reports.selectors import report_in_fact_check
 from reviews.access import ALL_STAFF_READ, Role, queryset_for_user, user_role
 from reviews.agreement import AlphaResult, criterion_alphas
-from reviews.models import ReviewAssignment, ScoreOverride
-
-
-@dataclass(frozen=True)
-class ApprovedOverride:
-    """An approved override as the scoring engine reads it (no model objects)."""
-
-    criterion_key: str
-    provider_slug: str
-    value: float
-    justification: str
-    evidence: tuple[tuple[str, str], ...]
-    proposed_by: str
-    approved_by: str
-    approved_at: str
-
-
-def overrides_approved_for_cycle(*, cycle: Cycle) -> list[ApprovedOverride]:
-    """Approved overrides of a cycle, for the scoring engine and the published report."""
-    rows = (
-        ScoreOverride.objects.filter(cycle=cycle, status=ScoreOverride.Status.APPROVED)
-        .select_related("provider", "criterion", "proposed_by", "decided_by")
-        .order_by("provider__slug", "criterion__key")
-    )
-    return [
-        ApprovedOverride(
-            criterion_key=o.criterion.key, provider_slug=o.provider.slug, value=o.value,
-            justification=o.justification,
-            evidence=tuple((str(e.get("url", "")), str(e.get("quote", ""))) for e in o.evidence),
-            proposed_by=o.proposed_by.get_username(), approved_by=o.decided_by.get_username(),  # type: ignore[union-attr]
-            approved_at=o.decided_at.isoformat() if o.decided_at else "",
-        )
-        for o in rows
-    ]
+from reviews.models import ReviewAssignment
 
 
 def assignment_list(*, user: Any) -> QuerySet[ReviewAssignment]:
@@ -130,11 +100,7 @@ def portal_cycles(*, provider: Provider) -> QuerySet[Cycle]:
 
 def portal_findings(*, provider: Provider, cycle: Cycle) -> QuerySet[Any]:
     """The provider's own draft findings in a cycle (from its own clusters only)."""
-    finding = apps.get_model("probes", "Finding")
-    return (
-        finding.objects.filter(run__cluster__provider=provider, run__cycle=cycle)
-        .select_related("run__cluster").order_by("probe_id", "metric", "target")
-    )
+    return findings_for_provider(provider=provider, cycle=cycle)
 
 
 def portal_feedback_summary(*, provider: Provider, cycle: Cycle) -> list[dict[str, Any]]:
@@ -146,38 +112,18 @@ def portal_feedback_summary(*, provider: Provider, cycle: Cycle) -> list[dict[st
     )
 
 
-PORTAL_TIER_FIELDS = ("tier", "ci_low", "ci_high", "composite", "coverage", "borderline", "outlook")
-
-
 def portal_tiers(*, provider: Provider, cycle: Cycle) -> list[dict[str, Any]]:
     """The provider's tier in the cycle's latest score snapshot (summary fields only)."""
-    try:
-        model = apps.get_model("ratings", "TierAssignment")
-    except LookupError:
-        return []
-    rows = model.objects.filter(provider=provider, snapshot__cycle=cycle).order_by("-snapshot__created_at", "-pk")
-    return list(rows.values(*PORTAL_TIER_FIELDS)[:1])
+    return provider_tier_latest(provider=provider, cycle=cycle)
 
 
 def portal_report_section(*, provider: Provider, cycle: Cycle) -> dict[str, Any] | None:
-    """The provider's own section of the draft report in fact-check, read defensively.
+    """The provider's own section of the draft report in fact-check.
 
     Only the section whose provider slug matches is returned; nothing else of the
     document (other providers, peer tables) ever reaches the portal.
     """
-    try:
-        report_model = apps.get_model("reports", "Report")
-    except LookupError:
-        return None
-    fields = {f.name for f in report_model._meta.get_fields()}
-    if not {"status", "content"} <= fields:
-        return None
-    qs = report_model.objects.filter(status="fact_check")
-    if "cycle" in fields:
-        qs = qs.filter(cycle=cycle)
-    else:
-        return None
-    report = qs.order_by("-pk").first()
+    report = report_in_fact_check(cycle=cycle)
     if report is None:
         return None
     section = _provider_section(report.content, provider.slug)

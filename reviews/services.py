@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from django.apps import apps
 from django.conf import settings
 from django.contrib.auth.models import Group, Permission
 from django.contrib.contenttypes.models import ContentType
@@ -24,7 +23,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from ratings.models import CustomerFeedback, Cycle, DocReview, Provider
+from providers.models import Cycle, Provider
+from ratings.models import CustomerFeedback, DocReview, ScoreOverride
+from reports.selectors import report_in_fact_check_exists
 from reviews.access import ROLE_PERMISSIONS, Role, user_provider, user_role, user_roles
 from reviews.feedback_csv import FeedbackRow, ParseResult, RowError, feedback_csv_parse, org_pseudonym
 from reviews.history import history_user_as
@@ -39,7 +40,6 @@ from reviews.models import (
     Reconciliation,
     ReviewAssignment,
     RightOfReply,
-    ScoreOverride,
 )
 from rubric.models import Area, Criterion
 
@@ -556,21 +556,13 @@ def reply_create(*, by: Any, cycle: Cycle, fact_ref: str, text: str, report_id: 
         raise ReviewsError("say which fact (fact reference) and what is wrong with it (text)")
     if len(text) > 10_000 or len(fact_ref) > 200:
         raise ReviewsError("the comment is too long (10,000 characters; fact reference 200)")
-    if report_id is not None and not _reply_report_exists(cycle=cycle, report_id=report_id):
+    if report_id is not None and not report_in_fact_check_exists(cycle=cycle, pk=report_id):
         raise ReviewsError(f"report_id {report_id} is not this cycle's report in fact-check")
     reply = RightOfReply(
         provider=provider, user=by, cycle=cycle, report_id=report_id, fact_ref=fact_ref.strip(), text=text.strip()
     )
     _as(reply, by).save()
     return reply
-
-
-def _reply_report_exists(*, cycle: Cycle, report_id: int) -> bool:
-    """A reply may name only the report its provider is shown: the cycle's report in fact-check."""
-    if not 1 <= report_id < 2**63:  # beyond a bigint: no such row, and no overflow in the driver
-        return False
-    report_model = apps.get_model("reports", "Report")
-    return report_model.objects.filter(pk=report_id, cycle=cycle, status="fact_check").exists()
 
 
 def reply_respond(*, reply: RightOfReply, by: Any, status: str, response: str) -> RightOfReply:

@@ -6,7 +6,7 @@ import datetime as dt
 
 import factory
 
-from ratings.models import Cluster, Cycle, Provider
+from providers.models import Cluster, Cycle, Provider
 from rubric.models import Area, Criterion, RubricVersion
 
 

@@ -23,7 +23,7 @@ from probes.api.serializers import (
     TenantAccountSerializer,
 )
 from probes.models import Finding, ProbeRun, TenantAccount
-from ratings.models import Cluster
+from providers.models import Cluster
 from reviews.access import NotProviderUser
 
 

@@ -1,37 +1,14 @@
-"""Read-only API for providers, clusters, cycles, score snapshots and tier assignments."""
+"""Read-only API for score snapshots and tier assignments (providers, clusters, cycles: providers/api)."""
 
 from django.db.models import Prefetch
 from rest_framework import viewsets
 
 from ratings.api.serializers import (
-    ClusterSerializer,
-    CycleSerializer,
-    ProviderSerializer,
     ScoreSnapshotSerializer,
     TierAssignmentSerializer,
 )
-from ratings.models import Cluster, Cycle, Provider, TierAssignment
+from ratings.models import TierAssignment
 from ratings.selectors import score_snapshot_list, tier_assignment_list
-
-
-class ProviderViewSet(viewsets.ReadOnlyModelViewSet):
-    queryset = Provider.objects.all()
-    serializer_class = ProviderSerializer
-    lookup_field = "slug"
-    filterset_fields = ["status"]
-
-
-class ClusterViewSet(viewsets.ReadOnlyModelViewSet):
-    queryset = Cluster.objects.select_related("provider")
-    serializer_class = ClusterSerializer
-    filterset_fields = ["provider__slug", "orchestrator", "gpu_model"]
-
-
-class CycleViewSet(viewsets.ReadOnlyModelViewSet):
-    queryset = Cycle.objects.select_related("rubric_version").prefetch_related("providers")
-    serializer_class = CycleSerializer
-    lookup_field = "slug"
-    filterset_fields = ["status"]
 
 
 class ScoreSnapshotViewSet(viewsets.ReadOnlyModelViewSet):

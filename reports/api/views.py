@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.db.models import QuerySet
@@ -25,7 +24,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ratings.models import Cycle
+from providers.models import Cycle
+from ratings.models import ScoreSnapshot
 from reports import selectors, services
 from reports.api.serializers import (
     CorrectionSerializer,
@@ -34,37 +34,12 @@ from reports.api.serializers import (
     ReportDetailSerializer,
     ReportSerializer,
 )
+from reports.errors import ReportInputError
+from reports.http import cached_response, public_report_bytes, report_meta
 from reports.models import Report
 
 
 # --- public -----------------------------------------------------------------------------------
-def public_report_payload(report: Report) -> dict[str, Any]:
-    successor = getattr(report, "superseded_by", None) if report.status == Report.Status.SUPERSEDED else None
-    return {
-        "id": report.pk,
-        "status": report.status,
-        "content_hash": report.content_hash,
-        "cycle": report.cycle.slug,
-        "published_at": report.published_at.isoformat() if report.published_at else None,
-        "published_by": report.published_by.get_username() if report.published_by else None,
-        "supersedes": report.supersedes_id,
-        "correction_notice": report.correction_notice or None,
-        "superseded_by": successor.pk if successor else None,
-        "superseded_at": report.superseded_at.isoformat() if report.superseded_at else None,
-        "withdrawn_at": report.withdrawn_at.isoformat() if report.withdrawn_at else None,
-        "withdrawal_notice": report.withdrawal_notice or None,
-        "html_url": reverse("reports:overview", args=[report.pk]),
-        "document": report.content,
-    }
-
-
-def public_report_bytes(pk: int) -> bytes:
-    report = selectors.report_public_queryset().select_related("cycle", "published_by").get(pk=pk)
-    return json.dumps(
-        public_report_payload(report), ensure_ascii=False, sort_keys=True, separators=(",", ":")
-    ).encode("utf-8")
-
-
 class PublicReportList(APIView):
     authentication_classes = ()
     permission_classes = (AllowAny,)
@@ -97,9 +72,7 @@ class PublicReportDetail(APIView):
         responses={200: OpenApiResponse(description="The report"), 304: None, 404: None},
     )
     def get(self, request: Request, pk: int, **kwargs: Any) -> HttpResponse:
-        from reports.views import _meta, cached_response
-
-        meta = _meta(pk)
+        meta = report_meta(pk)
         return cached_response(request, meta, "json", lambda: public_report_bytes(meta["id"]), "application/json")
 
 
@@ -175,12 +148,6 @@ class ReportViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
 
 
 def _draft_from_snapshot(cycle: Cycle, snapshot_id: int, user: Any) -> Report:
-    from reports.errors import ReportInputError
-
-    try:
-        from ratings.models import ScoreSnapshot  # type: ignore[attr-defined]
-    except ImportError as exc:
-        raise ReportInputError("score snapshots are not available in this installation") from exc
     snapshot = ScoreSnapshot.objects.filter(pk=snapshot_id, cycle=cycle).first()
     if snapshot is None:
         raise ReportInputError(f"no score snapshot {snapshot_id} for cycle {cycle.slug}")

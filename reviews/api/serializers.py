@@ -12,7 +12,8 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from ratings.models import Cycle, Provider
+from providers.models import Cycle, Provider
+from ratings.models import ScoreOverride
 from reviews.access import ALL_STAFF_READ, user_role
 from reviews.models import (
     AuditEvent,
@@ -22,7 +23,6 @@ from reviews.models import (
     Reconciliation,
     ReviewAssignment,
     RightOfReply,
-    ScoreOverride,
 )
 from reviews.selectors import peer_scores
 from rubric.models import Criterion

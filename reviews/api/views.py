@@ -20,7 +20,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from config.api_input import CleanFormParser, CleanMultiPartParser
-from ratings.models import Cycle
+from providers.models import Cycle
+from ratings.models import ScoreOverride
 from reviews import selectors, services
 from reviews.access import ALL_STAFF_READ, Role, RolePermission, queryset_for_user, user_role
 from reviews.api import serializers as s
@@ -31,7 +32,6 @@ from reviews.models import (
     InterviewNote,
     Reconciliation,
     RightOfReply,
-    ScoreOverride,
 )
 
 A, R, P, ADM, PROV = Role.ANALYST, Role.REVIEWER, Role.PUBLISHER, Role.ADMIN, Role.PROVIDER

@@ -190,9 +190,9 @@ ADMIN_ACCESS: dict[str, AdminEntry] = {
     "rubric.rubricversion": _STAFF_VIEW,
     "rubric.area": _STAFF_VIEW,
     "rubric.criterion": AdminEntry(view=frozenset({ANALYST, REVIEWER, PUBLISHER, ADMIN})),
-    "ratings.provider": _STAFF_VIEW,
-    "ratings.cluster": _STAFF_VIEW,
-    "ratings.cycle": _STAFF_VIEW,
+    "providers.provider": _STAFF_VIEW,
+    "providers.cluster": _STAFF_VIEW,
+    "providers.cycle": _STAFF_VIEW,
     # Reviewers must not open doc reviews here: that list would show their peers' scores.
     "ratings.docreview": _STAFF_VIEW,
     "ratings.customerfeedback": _STAFF_VIEW,
@@ -215,7 +215,7 @@ ADMIN_ACCESS: dict[str, AdminEntry] = {
         view=frozenset({ANALYST, REVIEWER, PUBLISHER, ADMIN}), own_rows_only=frozenset({REVIEWER})
     ),
     "reviews.reconciliation": _STAFF_VIEW,
-    "reviews.scoreoverride": _STAFF_VIEW,
+    "ratings.scoreoverride": _STAFF_VIEW,
     "reviews.rightofreply": _STAFF_VIEW,
     "reviews.interviewnote": _STAFF_VIEW,
     "reviews.feedbackimport": _STAFF_VIEW,

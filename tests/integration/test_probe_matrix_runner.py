@@ -15,7 +15,7 @@ import pytest
 from probes import services
 from probes.management.commands.probe_matrix import host_key_of
 from probes.models import ClusterAccess, Finding, TenantAccount
-from ratings.models import Cluster
+from providers.models import Cluster
 from testbed.pytest_helpers import prefixed_name, running_testbed
 from tests.factories import ClusterFactory
 

@@ -259,10 +259,13 @@ def test_fan_out_never_exceeds_the_providers_session_limit(cluster) -> None:  # 
 def test_runs_are_sent_after_commit_to_the_probes_queue_with_time_limits_above_the_timeout(
     cluster, monkeypatch, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
-    from probes.tasks import probe_run_execute_task
-
     sent: list[tuple[tuple, dict]] = []
-    monkeypatch.setattr(probe_run_execute_task, "apply_async", lambda args, **kw: sent.append((args, kw)))
+
+    def send_task(name: str, *, args: tuple, **kw: object) -> None:
+        assert name == "probes.probe_run_execute"  # sent by name: services never import probes.tasks
+        sent.append((args, kw))
+
+    monkeypatch.setattr(services.current_app, "send_task", send_task)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         run = start(cluster, "node_inventory")
         assert sent == []  # nothing leaves before the transaction commits

@@ -27,9 +27,10 @@ from django.core.management import call_command
 from django.db import connection
 
 from probes.models import Finding, ProbeRun
+from providers.models import Cycle
 from quickstart.evidence import PROVIDERS
 from quickstart.services import SLOW_PROBES
-from ratings.models import Cycle, ScoreSnapshot
+from ratings.models import ScoreSnapshot
 from reports.models import Report
 from testbed.pytest_helpers import prefixed_name, require_testbed
 

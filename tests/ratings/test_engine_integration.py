@@ -266,7 +266,7 @@ def test_approved_overrides_of_the_reviews_workflow_replace_the_criterion_score(
     tests/reviews/test_scoring_handoff.py); overrides are read from the reviews app itself."""
     from django.utils import timezone
 
-    from reviews.models import ScoreOverride
+    from ratings.models import ScoreOverride
 
     provider = sample.providers.order_by("slug").first()
     doc = Criterion.objects.get(rubric_version=sample.rubric_version, key="security_attestation")

@@ -74,7 +74,7 @@ def test_snapshot_to_published_to_corrected_to_withdrawn(scored, publisher, clie
 def test_the_history_for_a_later_cycle_is_the_published_reports_before_it(scored, publisher):
     import datetime as dt
 
-    from ratings.models import Cycle
+    from providers.models import Cycle
     from reports.snapshot import published_history
 
     cycle, snapshot = scored

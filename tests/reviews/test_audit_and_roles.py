@@ -32,7 +32,7 @@ def test_overrides_and_reviews_are_audited_with_their_actor(base: World):
         evidence=citation(), by=base.users["publisher"],
     )
     services.override_decide(override=override, by=base.users["publisher2"], approve=True)
-    events = list(AuditEvent.objects.filter(model="reviews.scoreoverride", object_id=str(override.pk)).order_by("id"))
+    events = list(AuditEvent.objects.filter(model="ratings.scoreoverride", object_id=str(override.pk)).order_by("id"))
     assert [(e.action, e.username) for e in events] == [("+", "pub1"), ("~", "pub2")]
     assert {"field": "status", "before": "proposed", "after": "approved"} in events[1].changes
 

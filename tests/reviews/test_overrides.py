@@ -7,8 +7,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from ratings.models import ScoreOverride
 from reviews import services
-from reviews.models import ScoreOverride
 from reviews.selectors import ApprovedOverride, overrides_approved_for_cycle
 from tests.reviews.world import World, citation
 

@@ -17,7 +17,8 @@ from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from ratings.models import Cycle, Provider
+from providers.models import Cycle, Provider
+from ratings.models import ScoreOverride
 from reviews import services
 from reviews.access import Role
 from reviews.models import (
@@ -27,7 +28,6 @@ from reviews.models import (
     Reconciliation,
     ReviewAssignment,
     RightOfReply,
-    ScoreOverride,
 )
 from tests.factories import AreaFactory, ClusterFactory, CriterionFactory, CycleFactory, ProviderFactory
 

@@ -19,7 +19,7 @@ from django.db import connection
 from probes import services
 from probes.catalog import UnknownProbe, probe_list
 from probes.models import Finding, ProbeRun
-from ratings.models import Cluster
+from providers.models import Cluster
 
 BAR_WIDTH = 30
 

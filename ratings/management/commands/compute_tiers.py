@@ -11,8 +11,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from providers.models import Cycle
 from ratings.engine_types import TIERS, ScoringInputError
-from ratings.models import Cycle
 from ratings.services import cycle_scores_compute
 
 SHORT = {"platinum": "Pt", "gold": "Au", "silver": "Ag", "bronze": "Br", "underperforming": "Up"}

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.urls import reverse
 
-from ratings.models import Cycle
+from providers.models import Cycle
+from ratings.models import ScoreSnapshot
 from reports import services
 from reports.errors import ReportError
 from reports.models import Report
@@ -42,11 +42,7 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"no user {username!r}")
-        try:
-            snapshot_model = apps.get_model("ratings", "ScoreSnapshot")
-        except LookupError as exc:
-            raise CommandError("this installation has no score snapshots (ratings.ScoreSnapshot)") from exc
-        snapshots = snapshot_model.objects.filter(cycle=target).order_by("-created_at", "-id")
+        snapshots = ScoreSnapshot.objects.filter(cycle=target).order_by("-created_at", "-id")
         chosen = snapshots.filter(pk=snapshot).first() if snapshot else snapshots.first()
         if chosen is None:
             raise CommandError(f"cycle {cycle} has no score snapshot{f' {snapshot}' if snapshot else ''}; compute scores first")

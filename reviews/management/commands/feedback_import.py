@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ratings.models import Cycle
+from providers.models import Cycle
 from reviews.feedback_csv import COLUMNS
 from reviews.services import feedback_import
 
