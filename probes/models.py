@@ -20,16 +20,10 @@ from django.db import models
 from django.db.models import Q
 
 from config.immutability import ImmutableModel
+from rubric import spec
 
-
-class Outcome(models.TextChoices):
-    PASS = "pass", "Pass"
-    FAIL = "fail", "Fail"
-    WARN = "warn", "Warn"
-    ERROR = "error", "Error (our harness)"
-    PROVIDER_ERROR = "provider_error", "Provider error"
-    TIMEOUT = "timeout", "Timeout"
-    NOT_APPLICABLE = "not_applicable", "Not applicable"
+# The outcome vocabulary is rubric.spec's (see the table in docs/domain.md); these are its choices.
+Outcome = models.TextChoices("Outcome", spec.choice_members(spec.Outcome, spec.OUTCOME_LABELS), module=__name__)
 
 
 class ProbeRun(models.Model):
