@@ -82,6 +82,8 @@ beat_log=var/log/demo-beat.log
 : > "$beat_log"
 .venv/bin/celery -A config beat -l info > "$beat_log" 2>&1 &
 beat_pid=$!
+sleep 2
+kill -0 "$beat_pid" 2>/dev/null || { echo "warning: Celery beat exited (see $beat_log):" >&2; tail -n 20 "$beat_log" >&2; }
 echo "   beat pid $beat_pid, log $beat_log"
 
 step "demo cycle"
