@@ -77,3 +77,54 @@ def test_scan_and_plant_commands_quote_every_path_and_pattern():
     rendered = _script(SCAN_SCRIPT, "scan", [30, 10, 10, VICTIM, CTL, 1, NONCE, evil]).render()
     assert rendered.endswith("'/srv/x; rm -rf / #'")
     assert "'/srv/x; rm -rf / #'" in _script(PLANT_SCRIPT, "plant", [NONCE, evil]).render()
+
+
+def exposure_cluster(*, leak: bool = False, control: bool = True):
+    """B plants its nonce; A's scan answers with the control found (or not) and, if ``leak``, B's nonce."""
+    import re
+
+    from probes.catalog.base import Requirement
+    from tests.probes.catalog.fake import FakeCluster, result
+
+    state: dict[str, str] = {}
+
+    def handler(user, host, cmd):
+        if " plant " in cmd:
+            state["nonce"] = nonce = re.search(r"plant (opgrade-canary-[0-9a-f]+)", cmd).group(1)
+            return result(f"planted\t/home/{user}/{nonce}.txt\nplanted\t/tmp/{nonce}\n")
+        if " scan " in cmd:
+            ctl = re.search(r"(opgrade-ctl-[0-9a-f]+)", cmd).group(1)
+            lines = ["root\topen\t/tmp", "root\tabsent\t/scratch", "control\tplanted\t/tmp"]
+            if control:
+                lines += [
+                    f"hit\t/tmp/.opgrade-ctl-{ctl}.txt\t{ctl}",
+                    f"hit\t/tmp/.opgrade-ctl-{ctl}.gz\t{ctl}",
+                ]
+            if leak:
+                lines.append(f"hit\t/tmp/{state['nonce']}\t{state['nonce']}")
+            return result("\n".join([*lines, "stat\tfiles\t3\tbytes\t30\tpartial\t0", "done"]))
+        return result("")
+
+    cluster = FakeCluster(handler)
+    return cluster, cluster.context(capabilities={Requirement.SSH, Requirement.TWO_TENANTS})
+
+
+def test_the_exposure_probe_passes_fails_critically_or_errors_as_its_scan_says():
+    from probes.catalog import probe_get
+    from tests.probes.catalog.test_catalog_probes import PAIR
+
+    probe = probe_get("tenant_data_exposure")()
+    (clean,) = probe.execute(exposure_cluster()[1], PAIR)
+    assert str(clean.outcome) == "pass", clean.summary
+    assert set(clean.evidence["nodes"]) == {"10.200.9.3", "10.200.9.11"}  # login and a compute node
+    (leak,) = probe.execute(exposure_cluster(leak=True)[1], PAIR)
+    assert str(leak.outcome) == "fail" and leak.critical and "/tmp/opgrade-canary-" in leak.summary
+    (blind,) = probe.execute(exposure_cluster(control=False)[1], PAIR)
+    assert str(blind.outcome) == "error" and "control missing in /tmp" in blind.summary
+    cluster, ctx = exposure_cluster()
+    probe.execute(ctx, PAIR)
+    users = {
+        (user, "scan" if " scan " in cmd else "plant" if " plant " in cmd else "rm")
+        for user, _, cmd in cluster.log
+    }
+    assert users == {("user-b", "plant"), ("user-a", "scan"), ("user-b", "rm")}  # A only looks, B cleans up
