@@ -81,6 +81,8 @@ def rubric_spec_get(*, rubric_version: RubricVersion) -> RubricSpec:
             borderline_threshold=v.borderline_threshold,
             hysteresis_threshold=v.hysteresis_threshold,
             feedback_prior_strength=v.feedback_prior_strength,
+            feedback_prior_mean=v.feedback_prior_mean,
+            boundary_min_gap=v.boundary_min_gap,
             tier_floors=TierFloors(
                 platinum=v.tier_floor_platinum, gold=v.tier_floor_gold,
                 silver=v.tier_floor_silver, bronze=v.tier_floor_bronze,

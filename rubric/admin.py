@@ -132,7 +132,8 @@ class RubricVersionAdmin(FrozenReadOnlyMixin, admin.ModelAdmin):
         ("State", {"fields": ["status", "frozen_at", "fingerprint", "parent", "created_at"]}),
         ("Scoring parameters", {"fields": [
             "coverage_floor", "area_coverage_floor", "bootstrap_size", "boundary_confidence",
-            "borderline_threshold", "hysteresis_threshold", "feedback_prior_strength",
+            "borderline_threshold", "hysteresis_threshold", "feedback_prior_strength", "feedback_prior_mean",
+            "boundary_min_gap",
             ("tier_floor_platinum", "tier_floor_gold", "tier_floor_silver", "tier_floor_bronze"),
         ]}),
     ]

@@ -75,7 +75,14 @@ class RubricVersion(models.Model):
         default=0.2, help_text="Keep the last published tier unless its probability falls below this."
     )
     feedback_prior_strength = models.FloatField(
-        default=5.0, help_text="Pseudo-count of the Bayesian average toward the peer mean."
+        default=5.0, help_text="Pseudo-count of the Bayesian average toward the rubric's prior mean."
+    )
+    feedback_prior_mean = models.FloatField(
+        default=3.0,
+        help_text="The rating (1-5) customer feedback is shrunk toward: a rubric constant, never the peer mean.",
+    )
+    boundary_min_gap = models.FloatField(
+        default=0.0, help_text="Composite points (0-1) a tier boundary needs besides the bootstrap's confirmation."
     )
     tier_floor_platinum = models.FloatField(default=0.80)
     tier_floor_gold = models.FloatField(default=0.65)

@@ -65,7 +65,8 @@ def rubric_version_spec(*, rubric_version: RubricVersion) -> RubricSpec:
             borderline_threshold=v.borderline_threshold, hysteresis_threshold=v.hysteresis_threshold,
             feedback_prior_strength=v.feedback_prior_strength, tier_floor_platinum=v.tier_floor_platinum,
             tier_floor_gold=v.tier_floor_gold, tier_floor_silver=v.tier_floor_silver,
-            tier_floor_bronze=v.tier_floor_bronze,
+            tier_floor_bronze=v.tier_floor_bronze, feedback_prior_mean=v.feedback_prior_mean,
+            boundary_min_gap=v.boundary_min_gap,
         ),
         areas=tuple(AreaSpec(key=a.key, title=a.title, weight=a.weight, description=a.description) for a in areas),
         criteria=tuple(

@@ -59,7 +59,8 @@ def _create_from_spec(spec: RubricSpec, *, parent: RubricVersion | None = None) 
         borderline_threshold=s.borderline_threshold, hysteresis_threshold=s.hysteresis_threshold,
         feedback_prior_strength=s.feedback_prior_strength, tier_floor_platinum=s.tier_floor_platinum,
         tier_floor_gold=s.tier_floor_gold, tier_floor_silver=s.tier_floor_silver,
-        tier_floor_bronze=s.tier_floor_bronze,
+        tier_floor_bronze=s.tier_floor_bronze, feedback_prior_mean=s.feedback_prior_mean,
+        boundary_min_gap=s.boundary_min_gap,
     )
     areas = Area.objects.bulk_create(
         Area(rubric_version=version, key=a.key, title=a.title, description=a.description, weight=a.weight,
@@ -166,7 +167,7 @@ def rubric_version_clone(*, source: RubricVersion, version: str, name: str | Non
 _VERSION_EDITABLE = {
     "title", "description", "coverage_floor", "area_coverage_floor", "bootstrap_size", "boundary_confidence",
     "borderline_threshold", "hysteresis_threshold", "feedback_prior_strength", "tier_floor_platinum",
-    "tier_floor_gold", "tier_floor_silver", "tier_floor_bronze",
+    "tier_floor_gold", "tier_floor_silver", "tier_floor_bronze", "feedback_prior_mean", "boundary_min_gap",
 }
 _AREA_EDITABLE = {"title", "description", "weight", "position"}
 _CRITERION_EDITABLE = {

@@ -59,6 +59,12 @@ class ScoringSpec:
     tier_floor_gold: float
     tier_floor_silver: float
     tier_floor_bronze: float
+    # Optional in the file (absent = these defaults, so 2026.1 exports byte for byte as before).
+    feedback_prior_mean: float = 3.0  # the rating (1-5) feedback is shrunk toward; never the peer mean
+    boundary_min_gap: float = 0.0  # composite points a tier boundary needs besides confirmation
+
+
+SCORING_OPTIONAL_DEFAULTS: dict[str, float] = {"feedback_prior_mean": 3.0, "boundary_min_gap": 0.0}
 
 
 @dataclass(frozen=True)
@@ -369,7 +375,7 @@ def _check(data: Any, reader: _Reader) -> RubricSpec | None:
 
 def _check_scoring(data: Any, c: _Checker) -> ScoringSpec | None:
     path: Path = ("scoring",)
-    m = c.mapping(data, path, _SCORING_REQUIRED)
+    m = c.mapping(data, path, _SCORING_REQUIRED, tuple(SCORING_OPTIONAL_DEFAULTS))
     if not m:
         return None
     values: dict[str, Any] = {}
@@ -377,6 +383,12 @@ def _check_scoring(data: Any, c: _Checker) -> ScoringSpec | None:
                 "hysteresis_threshold"):
         values[key] = c.number(m, key, path, lo=0.0, hi=1.0)
     values["feedback_prior_strength"] = c.number(m, "feedback_prior_strength", path, lo=0.0)
+    optional = {
+        "feedback_prior_mean": c.number(m, "feedback_prior_mean", path, lo=1.0, hi=5.0)
+        if "feedback_prior_mean" in m else SCORING_OPTIONAL_DEFAULTS["feedback_prior_mean"],
+        "boundary_min_gap": c.number(m, "boundary_min_gap", path, lo=0.0, hi=1.0)
+        if "boundary_min_gap" in m else SCORING_OPTIONAL_DEFAULTS["boundary_min_gap"],
+    }
     size = m.get("bootstrap_size")
     if "bootstrap_size" in m and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
         c.r.problem((*path, "bootstrap_size"), f"must be a positive whole number, got {size!r}")
@@ -392,9 +404,9 @@ def _check_scoring(data: Any, c: _Checker) -> ScoringSpec | None:
             c.r.problem((*floors_path, tier), f"must not be above the {previous[0]} floor ({_fmt(previous[1])})")
         if value is not None:
             previous = (tier, value)
-    if any(v is None for v in values.values()):
+    if any(v is None for v in (*values.values(), *optional.values())):
         return None
-    return ScoringSpec(**values)
+    return ScoringSpec(**values, **optional)  # type: ignore[arg-type]
 
 
 def _check_areas(data: Any, c: _Checker) -> tuple[tuple[AreaSpec, ...], set[str]]:
@@ -620,6 +632,12 @@ def spec_to_document(spec: RubricSpec) -> dict[str, Any]:
         "borderline_threshold": _float(s.borderline_threshold),
         "hysteresis_threshold": _float(s.hysteresis_threshold),
         "feedback_prior_strength": _float(s.feedback_prior_strength),
+        # written (all of them) once any differs from its default, so older versions keep their bytes
+        **(
+            {key: _float(getattr(s, key)) for key in SCORING_OPTIONAL_DEFAULTS}
+            if any(getattr(s, key) != default for key, default in SCORING_OPTIONAL_DEFAULTS.items())
+            else {}
+        ),
         "tier_floors": _Flow(
             platinum=_float(s.tier_floor_platinum), gold=_float(s.tier_floor_gold),
             silver=_float(s.tier_floor_silver), bronze=_float(s.tier_floor_bronze),

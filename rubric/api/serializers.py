@@ -38,7 +38,8 @@ class RubricVersionSerializer(serializers.ModelSerializer):
             "id", "label", "name", "version", "title", "description", "status", "frozen_at", "fingerprint",
             "parent", "created_at", "coverage_floor", "area_coverage_floor", "bootstrap_size",
             "boundary_confidence", "borderline_threshold", "hysteresis_threshold", "feedback_prior_strength",
-            "tier_floor_platinum", "tier_floor_gold", "tier_floor_silver", "tier_floor_bronze", "areas", "criteria",
+            "tier_floor_platinum", "tier_floor_gold", "tier_floor_silver", "tier_floor_bronze",
+            "feedback_prior_mean", "boundary_min_gap", "areas", "criteria",
         ]
         read_only_fields = ["id", "name", "version", "status", "frozen_at", "fingerprint", "parent", "created_at"]
 
