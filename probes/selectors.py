@@ -25,6 +25,8 @@ class CycleFinding:
     outcome: str
     value: float | None
     provider_slug: str
+    critical: bool = False  # flagged critical: fails its gate in any replicate (issue 14)
+    ref: str = ""  # "finding <id>": named by the engine when it fails a gate
 
 
 def findings_for_cycle(*, cycle: Cycle) -> Iterator[CycleFinding]:
@@ -34,13 +36,15 @@ def findings_for_cycle(*, cycle: Cycle) -> Iterator[CycleFinding]:
     """
     rows = (
         Finding.objects.filter(run__cycle=cycle)
-        .values_list("probe_id", "metric", "outcome", "value", "threshold_ref", "run__cluster__provider__slug")
+        .values_list(
+            "probe_id", "metric", "outcome", "value", "threshold_ref", "run__cluster__provider__slug", "critical", "id"
+        )
         .order_by("id")
     )
-    for probe_id, metric, outcome, value, ref, provider in rows.iterator(chunk_size=5000):
+    for probe_id, metric, outcome, value, ref, provider, critical, pk in rows.iterator(chunk_size=5000):
         # a value judged on a scale row (a testbed's seconds) is restated on the anchors' real scale
         value = real_scale_value(probe_id, metric, value, ref or "")
-        yield CycleFinding(probe_id, metric, outcome, value, provider)
+        yield CycleFinding(probe_id, metric, outcome, value, provider, bool(critical), f"finding {pk}")
 
 
 def findings_for_provider(*, provider: Provider, cycle: Cycle) -> QuerySet[Finding]:

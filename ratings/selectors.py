@@ -111,7 +111,9 @@ def _probe_observations(cycle: Cycle, rubric: RubricSpec) -> list[ProbeObservati
     out = []
     for f in findings_for_cycle(cycle=cycle):
         for key in bindings.get((f.probe_id, f.metric), ()):
-            out.append(ProbeObservation(rubric.id, f.provider_slug, key, Outcome(f.outcome), f.value))
+            out.append(
+                ProbeObservation(rubric.id, f.provider_slug, key, Outcome(f.outcome), f.value, f.critical, f.ref)
+            )
     return out
 
 
