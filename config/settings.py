@@ -209,7 +209,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
     ],
     # Signed-in users only, and provider (outside) accounts only where a view opts them in.
-    "DEFAULT_PERMISSION_CLASSES": ["reviews.access.NotProviderUser"],
+    "DEFAULT_PERMISSION_CLASSES": ["config.access.NotProviderUser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     # Bounded input: body size, JSON depth and number length; no NUL or bidi override (config/api_input.py).
     "DEFAULT_PARSER_CLASSES": [

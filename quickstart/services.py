@@ -28,6 +28,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 
+from config.access import Role
 from probes import services as probe_services
 from probes.catalog import probe_list
 from probes.management.commands.probe_matrix import TESTBED_SETTINGS, host_key_of
@@ -39,7 +40,6 @@ from ratings.services import cycle_scores_compute
 from reports import services as report_services
 from reports.models import Report
 from reviews import services as review_services
-from reviews.access import Role
 from reviews.models import FeedbackImport, Reconciliation, ReviewAssignment
 from rubric.models import RubricVersion
 from rubric.services import rubric_version_import

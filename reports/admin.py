@@ -20,11 +20,11 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from config.access import can_publish
 from config.admin_readonly import ReadOnlyAdminMixin
 from reports import services
 from reports.errors import ReportError
 from reports.models import Report, ReportSource
-from reports.permissions import can_publish
 
 
 class NoticeForm(forms.Form):

@@ -15,10 +15,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from config.access import can_publish
 from reports.context import DocumentError, content_hash, validate_document
 from reports.errors import ReportInputError, ReportPermissionError, ReportStateError
 from reports.models import Report, ReportSource
-from reports.permissions import can_publish
 
 NOTICE_MAX = 4000
 

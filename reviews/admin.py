@@ -1,7 +1,7 @@
 """Admin for the human-evidence workflow, including the reviewers' blind-review screens.
 
 Who may use each page is declared by Django model permissions held by the role groups
-(reviews.access.ROLE_PERMISSIONS); querysets are narrowed on top of that, so a reviewer
+(config.access.ROLE_PERMISSIONS); querysets are narrowed on top of that, so a reviewer
 sees only "My assignments" and never another reviewer's score while blind. Forms call
 the services, so the admin enforces the same rules as the API (conflicts, four eyes...).
 """
@@ -16,11 +16,11 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html_join
 
+from config.access import ALL_STAFF_READ, Role, user_role
 from config.admin_readonly import ReadOnlyAdminMixin
 from config.history_admin import GuardedHistoryAdmin
 from ratings.models import ScoreOverride
 from reviews import selectors, services
-from reviews.access import ALL_STAFF_READ, Role, user_role
 from reviews.models import (
     AuditEvent,
     ConflictOfInterest,

@@ -3,7 +3,7 @@
 Two of Opgrade's three evidence streams are human, so this app makes human work
 trustworthy:
 
-* **Roles.** Users hold one of five roles (Django groups, see `reviews.access`). A
+* **Roles.** Users hold one of five roles (Django groups, see `config.access`). A
   provider user is an outside account tied to exactly one provider by `ProviderMembership`.
 * **Documentation review.** A `ReviewAssignment` asks one reviewer for a 0-4 score (with
   citations) of one criterion for one provider in one cycle. Two blind slots (first and

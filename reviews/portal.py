@@ -23,9 +23,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_http_methods
 
+from config.access import user_provider
 from config.text import refuse_unsafe_text
 from reviews import selectors, services
-from reviews.access import user_provider
 from reviews.models import RightOfReply
 
 LOGIN_URL = reverse_lazy("portal:login")

@@ -23,10 +23,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from config.access import ROLE_PERMISSIONS, Role, user_provider, user_role, user_roles
 from providers.models import Cycle, Provider
 from ratings.models import CustomerFeedback, DocReview, ScoreOverride
 from reports.selectors import report_in_fact_check_exists
-from reviews.access import ROLE_PERMISSIONS, Role, user_provider, user_role, user_roles
 from reviews.feedback_csv import FeedbackRow, ParseResult, RowError, feedback_csv_parse, org_pseudonym
 from reviews.history import history_user_as
 from reviews.models import (

@@ -21,13 +21,13 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
+from config.access import Role, user_role
 from providers.models import Cycle, Provider
 from ratings.engine_types import ScoringInputError
 from ratings.services import cycle_scores_compute
 from reports.context import group_by_tier
 from reports.errors import ReportError
 from reports.models import Report
-from reviews.access import Role, user_role
 from workbench import selectors, services
 
 READERS = frozenset({Role.ANALYST, Role.PUBLISHER, Role.ADMIN})

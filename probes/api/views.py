@@ -15,6 +15,7 @@ from rest_framework.permissions import DjangoModelPermissions
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from config.access import NotProviderUser
 from probes import services
 from probes.api.serializers import (
     FindingSerializer,
@@ -24,7 +25,6 @@ from probes.api.serializers import (
 )
 from probes.models import Finding, ProbeRun, TenantAccount
 from providers.models import Cluster
-from reviews.access import NotProviderUser
 
 
 class ProbeRunViewSet(viewsets.ReadOnlyModelViewSet):

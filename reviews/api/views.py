@@ -1,4 +1,4 @@
-"""Reviews API: every view declares which roles may read and write (reviews.access).
+"""Reviews API: every view declares which roles may read and write (config.access).
 
 Views parse input, call one service or selector, and shape the output. Querysets are
 narrowed to the caller (reviewers: their own rows; provider users: their provider's);
@@ -7,7 +7,7 @@ an object outside the caller's queryset is a 404, never its data.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
@@ -19,11 +19,11 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from config.access import ALL_STAFF_READ, Role, RoleViewSetMixin, queryset_for_user, user_role
 from config.api_input import CleanFormParser, CleanMultiPartParser
 from providers.models import Cycle
 from ratings.models import ScoreOverride
 from reviews import selectors, services
-from reviews.access import ALL_STAFF_READ, Role, RolePermission, queryset_for_user, user_role
 from reviews.api import serializers as s
 from reviews.models import (
     AuditEvent,
@@ -37,21 +37,13 @@ from reviews.models import (
 A, R, P, ADM, PROV = Role.ANALYST, Role.REVIEWER, Role.PUBLISHER, Role.ADMIN, Role.PROVIDER
 
 
-class ReviewsAPIMixin:
-    """Declared roles. Service errors become 400 (bad input) or 403 (role refused) in the
-    project's exception handler (config/api_errors.py)."""
-
-    permission_classes: ClassVar[list[Any]] = [RolePermission]
-    roles: ClassVar[dict[str, set[Role]]] = {}
-
-
 def _valid(serializer_class: type[Any], request: Request) -> dict[str, Any]:
     serializer = serializer_class(data=request.data, context={"request": request})
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
 
 
-class ConflictViewSet(ReviewsAPIMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
+class ConflictViewSet(RoleViewSetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
                       viewsets.GenericViewSet):
     """Conflicts of interest. Reviewers declare and see their own; analysts see all."""
 
@@ -73,7 +65,7 @@ class ConflictViewSet(ReviewsAPIMixin, mixins.ListModelMixin, mixins.RetrieveMod
         )
 
 
-class AssignmentViewSet(ReviewsAPIMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class AssignmentViewSet(RoleViewSetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Review assignments. Reviewers see their own, blind; analysts assign."""
 
     roles = {"read": {A, R, P, ADM}, "write": {A, ADM}}
@@ -112,7 +104,7 @@ class AssignmentViewSet(ReviewsAPIMixin, mixins.ListModelMixin, mixins.RetrieveM
         })
 
 
-class ReconciliationViewSet(ReviewsAPIMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+class ReconciliationViewSet(RoleViewSetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
                             viewsets.GenericViewSet):
     """Reconciled documentation-review values, each linked to its raw reviews."""
 
@@ -133,7 +125,7 @@ class ReconciliationViewSet(ReviewsAPIMixin, mixins.ListModelMixin, mixins.Retri
         return Response(self.get_serializer(rec).data, status=status.HTTP_201_CREATED)
 
 
-class AgreementView(ReviewsAPIMixin, GenericAPIView):
+class AgreementView(RoleViewSetMixin, GenericAPIView):
     """Krippendorff's alpha (ordinal) per criterion for a cycle, flagged below 0.667."""
 
     roles = {"read": {A, P, ADM}}
@@ -149,7 +141,7 @@ class AgreementView(ReviewsAPIMixin, GenericAPIView):
         return Response([vars(r) for r in selectors.cycle_alpha(cycle=cycle)])
 
 
-class OverrideViewSet(ReviewsAPIMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class OverrideViewSet(RoleViewSetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Score overrides: publishers propose; a different publisher approves or rejects."""
 
     roles = {"read": {A, P, ADM}, "write": {P}}
@@ -183,7 +175,7 @@ class OverrideViewSet(ReviewsAPIMixin, mixins.ListModelMixin, mixins.RetrieveMod
         return Response(self.get_serializer(override).data)
 
 
-class FeedbackImportViewSet(ReviewsAPIMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+class FeedbackImportViewSet(RoleViewSetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
                             viewsets.GenericViewSet):
     """Customer-feedback CSV imports: a dry run lists every bad row; a bad file writes nothing."""
 
@@ -220,7 +212,7 @@ class FeedbackImportViewSet(ReviewsAPIMixin, mixins.ListModelMixin, mixins.Retri
         return Response(body, status=code)
 
 
-class InterviewNoteViewSet(ReviewsAPIMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
+class InterviewNoteViewSet(RoleViewSetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin,
                            viewsets.GenericViewSet):
     """Customer interview notes (staff only; providers never see customer words)."""
 
@@ -235,7 +227,7 @@ class InterviewNoteViewSet(ReviewsAPIMixin, mixins.ListModelMixin, mixins.Retrie
         return Response(self.get_serializer(note).data, status=status.HTTP_201_CREATED)
 
 
-class ReplyViewSet(ReviewsAPIMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class ReplyViewSet(RoleViewSetMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Right-of-reply comments: providers file and see their own; staff answer."""
 
     roles = {"read": {A, P, ADM, PROV}, "write": {PROV}}
@@ -262,7 +254,7 @@ class ReplyViewSet(ReviewsAPIMixin, mixins.ListModelMixin, mixins.RetrieveModelM
         return Response(self.get_serializer(reply).data)
 
 
-class AuditEventViewSet(ReviewsAPIMixin, viewsets.ReadOnlyModelViewSet):
+class AuditEventViewSet(RoleViewSetMixin, viewsets.ReadOnlyModelViewSet):
     """The audit trail: who changed what, when, before and after."""
 
     roles = {"read": {A, P, ADM}}

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group, User
 
+from config.access import PUBLISHER_GROUP
 from reports import context as ctx
 from reports.models import Report
-from reports.permissions import PUBLISHER_GROUP
 from tests.factories import CycleFactory, ProviderFactory, RubricVersionFactory
 
 RUBRIC = ctx.RubricInput(

@@ -9,8 +9,8 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.test import Client
 
+from config.access import ROLE_PERMISSIONS, Role, user_provider, user_role
 from reviews import services
-from reviews.access import ROLE_PERMISSIONS, Role, user_provider, user_role
 from reviews.models import AuditEvent
 from tests.reviews.world import World, citation
 

@@ -6,8 +6,8 @@ import pytest
 from django.db import IntegrityError, transaction
 from rest_framework.test import APIClient
 
+from config.access import Role
 from reviews import selectors, services
-from reviews.access import Role
 from reviews.models import ReviewAssignment
 from tests.reviews.world import World, _user, citation
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from config.access import Role
 from ratings.sample import sample_cycle_create
 from ratings.selectors import cycle_evidence_get
 from ratings.services import cycle_scores_compute
 from reviews import services
-from reviews.access import Role
 from rubric.models import Criterion
 from tests.reviews.world import _user, citation
 

@@ -17,10 +17,10 @@ from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from config.access import Role
 from providers.models import Cycle, Provider
 from ratings.models import ScoreOverride
 from reviews import services
-from reviews.access import Role
 from reviews.models import (
     ConflictOfInterest,
     FeedbackImport,

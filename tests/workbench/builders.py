@@ -8,11 +8,11 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from config.access import Role
 from probes.models import ClusterAccess, Finding, ProbeRun
 from providers.models import Cluster, Cycle
 from ratings.models import CustomerFeedback, DocReview
 from reviews import services as review_services
-from reviews.access import Role
 from tests.factories import AreaFactory, ClusterFactory, CriterionFactory, CycleFactory, ProviderFactory
 
 

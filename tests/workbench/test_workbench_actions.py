@@ -7,10 +7,10 @@ import datetime as dt
 import pytest
 from django.test import Client
 
+from config.access import Role
 from probes.models import ProbeRun
 from ratings.models import ScoreSnapshot
 from reports.models import Report
-from reviews.access import Role
 from tests.factories import AreaFactory, ClusterFactory, CriterionFactory, CycleFactory, ProviderFactory
 from tests.workbench.builders import access_for, finding, run, user
 from workbench import services

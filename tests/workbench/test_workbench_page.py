@@ -7,9 +7,9 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from config.access import Role
 from ratings.models import CustomerFeedback, DocReview
 from reviews import services as review_services
-from reviews.access import Role
 from tests.factories import AreaFactory, ClusterFactory, CriterionFactory, CycleFactory, ProviderFactory
 from tests.workbench.builders import finding, grid_build, run, user
 from workbench.selectors import cycle_workbench_get

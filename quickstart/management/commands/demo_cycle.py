@@ -23,10 +23,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.urls import reverse
 from django.utils import timezone
 
+from config.access import Role
 from probes.models import Finding, ProbeRun
 from quickstart import services
 from quickstart.evidence import PROVIDERS
-from reviews.access import Role
 from rubric.spec import OUTCOME_SEVERITY
 
 

@@ -1,5 +1,5 @@
 """`manage.py roles_sync`: create the role groups and reset their permissions to the spec
-in reviews.access.ROLE_PERMISSIONS (run after adding models; migrate also does it)."""
+in config.access.ROLE_PERMISSIONS (run after adding models; migrate also does it)."""
 
 from django.core.management.base import BaseCommand
 

@@ -1,5 +1,8 @@
 """Who may do what: the five roles, their permissions, and the checks every endpoint declares.
 
+Project-wide, so it lives in the project package: every app's API, admin and services ask
+the same questions here (roles, narrowing a queryset to a provider user, who may publish).
+
 Roles are Django groups (created by migration 0002 and kept in sync by `roles_sync`):
 
 | role      | staff | what for                                                             |
@@ -10,7 +13,8 @@ Roles are Django groups (created by migration 0002 and kept in sync by `roles_sy
 | admin     | yes   | everything                                                           |
 | provider  | no    | an outside user of ONE provider (ProviderMembership): the portal only |
 
-API views declare ``roles = {"read": {...}, "write": {...}}`` and use `RolePermission`; a
+API views derive from `RoleViewSetMixin` and declare ``roles = {"read": {...}, "write": {...}}``
+(enforced by `RolePermission`); a
 view that provider users may reach says so and narrows its queryset with
 `queryset_for_user`. Every other API view (other apps' included) is closed to provider
 users by `NotProviderUser`, the project's default permission: an outside account sees
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Model, QuerySet
@@ -175,3 +179,34 @@ class RolePermission(BasePermission):
         declared: dict[str, Iterable[Role]] = getattr(view, "roles", {}) or {}
         kind = "read" if request.method in SAFE_METHODS else "write"
         return role in set(declared.get(kind, ()))
+
+
+class RoleViewSetMixin:
+    """The API's one viewset base: a view declares which roles may read and which may write.
+
+    ``roles = {"read": {Role...}, "write": {Role...}}``, refined per action by
+    ``action_roles = {"approve": {...}}``; a view that admits provider users names
+    Role.PROVIDER and narrows its queryset with `queryset_for_user`.
+    """
+
+    permission_classes: ClassVar[list[Any]] = [RolePermission]
+    roles: ClassVar[dict[str, set[Role]]] = {}
+    action_roles: ClassVar[dict[str, set[Role]]] = {}
+
+
+# --------------------------------------------------------------------------------- publishing
+# Who may publish reports: holders of `reports.publish_report`, or staff in the "publisher"
+# group. One helper so that services, admin and API ask the same question the same way.
+# Group membership counts on its own because a role sync may rewrite the group's permission
+# list without knowing the reports app's custom permission (reports migration 0003 grants it).
+PUBLISH_PERMISSION = "reports.publish_report"
+PUBLISHER_GROUP = Role.PUBLISHER.value
+
+
+def can_publish(user: Any) -> bool:
+    """True for an active user with reports.publish_report, or active staff in "publisher"."""
+    if user is None or not getattr(user, "is_active", False):
+        return False
+    if user.has_perm(PUBLISH_PERMISSION):
+        return True
+    return bool(user.is_staff and user.groups.filter(name=PUBLISHER_GROUP).exists())
