@@ -9,7 +9,8 @@ accounting hosts the node's own ``scontrol show config`` names. Only private (RF
 are ever scanned.
 
 Tenant-facing services are allowed (``allowed``: the scheduler, accounting, syslog, DNS, NTP;
-a cluster adds its own, e.g. the metrics/log proxy and the provider API). Any other listener that
+plus the port of every endpoint the cluster's settings publish to tenants: the metrics and log
+proxies, the provider API, whose hosts are scanned too). Any other listener that
 answers is a critical fail: a tenant reaches the management plane (an unauthenticated metrics or
 federation endpoint, a database, a BMC-like service, a debug port).
 
@@ -21,6 +22,7 @@ alone (and the evidence says so). Silent UDP ports are retried (ICMP replies are
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Iterable
 from typing import Any
 
@@ -156,11 +158,31 @@ def controller_hosts(show_config: str) -> list[str]:
     return hosts
 
 
+SERVICE_URL_SETTINGS = ("metrics_url", "pushgateway_url", "logs_url", "freshness_sink_url")
+
+
+def published_services(ctx: ProbeContext) -> list[tuple[str, int]]:
+    """(host, TCP port) of every endpoint the provider gives tenants (metrics and log proxies, the
+    provider API): tenant-facing by definition, so allowed, and their hosts are scanned too."""
+    urls = [str(ctx.settings[k]) for k in SERVICE_URL_SETTINGS if ctx.settings.get(k)]
+    urls += [ctx.api.base_url] if ctx.api else []
+    out: list[tuple[str, int]] = []
+    for url in urls:
+        parts = urllib.parse.urlsplit(url)
+        if parts.hostname:
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            if (parts.hostname, port) not in out:
+                out.append((parts.hostname, port))
+    return out
+
+
 @register
 class ProviderListeners(CatalogProbe, definition="provider_listeners"):
     def measure(self, ctx: ProbeContext, target: Target) -> Iterable[FindingDraft]:
         endpoint = target.endpoint
+        published = published_services(ctx)
         names = [str(a) for a in (ctx.settings.get("management_addrs") or [])]
+        names += [host for host, _ in published]
         config = run(ctx, endpoint, SHOW_CONFIG, timeout_s=20, what="scontrol show config")
         if config.ok:
             names += controller_hosts(config.stdout)
@@ -187,7 +209,8 @@ class ProviderListeners(CatalogProbe, definition="provider_listeners"):
             what="listener scan",
         )
         try:
-            scan = parse_listener_scan(result.stdout, allowed=str(self.setting(ctx, "allowed")))
+            allowed = " ".join([str(self.setting(ctx, "allowed")), *(f"{port}/tcp" for _, port in published)])
+            scan = parse_listener_scan(result.stdout, allowed=allowed)
         except ParseError as exc:
             raise Abort(Outcome.ERROR, f"could not read the scan: {exc}", ctx.evidence(result)) from exc
         evidence: dict[str, Any] = {
