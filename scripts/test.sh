@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The test command (`make test`; .ci/run calls exactly this): ruff, then pytest on PostgreSQL
+# The test command (`make test`; .ci/run calls exactly this): ruff, the import contracts
+# (lint-imports, .importlinter: app layers point down; the engine and the testbed import no app),
+# then pytest on PostgreSQL
 # (127.0.0.1:5432, user postgres) with `makemigrations --check` inside the suite.
 #
 # With no arguments the suite runs as two pytest processes side by side: the `testbed`
@@ -14,6 +16,7 @@ db="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/opgrade}"
 redis="${TEST_REDIS_URL:-redis://127.0.0.1:6379/9}"
 export OPGRADE_DEBUG=1
 .venv/bin/ruff check .
+.venv/bin/lint-imports --no-logo --no-cache  # a broken contract names the importing and the imported module
 mkdir -p var/static artifacts var/log
 
 if [ "$#" -gt 0 ]; then

@@ -156,3 +156,36 @@ def test_the_run_list_shows_progress_and_its_queries_do_not_grow_with_rows(
     add_runs(10, 100)
     with django_assert_max_num_queries(len(few.captured_queries)):
         admin_client.get(url)
+
+
+def test_a_schedule_saved_outside_the_admin_fires_through_celery_beat_and_follows_each_change() -> None:
+    cluster = ClusterFactory()
+    hourly = IntervalSchedule.objects.create(every=1, period=IntervalSchedule.HOURS)
+    daily = IntervalSchedule.objects.create(every=1, period=IntervalSchedule.DAYS)
+    schedule = ProbeSchedule.objects.create(name="orm", cluster=cluster, probes=["ssh_reachable"], interval=hourly)
+    task = PeriodicTask.objects.get(pk=ProbeSchedule.objects.get(pk=schedule.pk).periodic_task_id)
+    assert task.task == "probes.probe_schedule_fire" and task.args == f"[{schedule.pk}]"
+    assert task.interval == hourly and task.enabled
+
+    schedule.interval, schedule.enabled = daily, False
+    schedule.save()
+    task.refresh_from_db()
+    assert task.interval == daily and not task.enabled
+
+    schedule.delete()
+    assert not PeriodicTask.objects.filter(pk=task.pk).exists()
+
+
+def test_the_sweeper_fires_every_minute_after_migrate_even_if_its_task_was_lost() -> None:
+    from django.apps import apps as django_apps
+    from django.db.models.signals import post_migrate
+
+    PeriodicTask.objects.filter(name=services.SWEEPER_NAME).delete()
+    probes_app = django_apps.get_app_config("probes")
+    post_migrate.send(
+        sender=probes_app, app_config=probes_app, verbosity=0, interactive=False, using="default",
+        apps=django_apps, plan=[],
+    )
+    task = PeriodicTask.objects.get(name=services.SWEEPER_NAME)
+    assert task.task == "probes.probe_run_sweep" and task.queue == "default" and task.enabled
+    assert (task.interval.every, task.interval.period) == (1, IntervalSchedule.MINUTES)

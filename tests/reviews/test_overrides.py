@@ -8,8 +8,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from ratings.models import ScoreOverride
+from ratings.selectors import ApprovedOverride, overrides_approved_for_cycle
 from reviews import services
-from reviews.selectors import ApprovedOverride, overrides_approved_for_cycle
 from tests.reviews.world import World, citation
 
 
