@@ -75,7 +75,9 @@ def test_the_units_run_web_named_workers_and_beat_from_one_environment_file() ->
 
 
 def test_the_demo_runs_beat_beside_its_worker_and_logs_the_web_process_to_var_log() -> None:
-    demo = (ROOT / "scripts" / "demo.sh").read_text()
+    script = ROOT / "scripts" / "demo.sh"
+    assert os.access(script, os.X_OK)  # `make demo` runs ./scripts/demo.sh
+    demo = script.read_text()
     assert re.search(r"^\.venv/bin/celery -A config worker ", demo, re.M)
     assert re.search(r"^\.venv/bin/celery -A config beat ", demo, re.M)
     assert "OPGRADE_LOG_FILE=var/log/demo-web.log" in demo and "worker_log=var/log/demo-worker.log" in demo
