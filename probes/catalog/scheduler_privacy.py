@@ -50,6 +50,16 @@ def scancel(job_id: str) -> Command:
     return Command("scancel {job}", job=job_id)
 
 
+def still_queued(job_id: str) -> Command:
+    """The job if it is still pending or running (empty once it is gone or finished)."""
+    return Command(
+        "squeue -h -j {job} -t {states} -o {fmt}",
+        job=job_id,
+        states="PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED",
+        fmt="%i",
+    )
+
+
 @dataclass(frozen=True)
 class SchedulerPath:
     """One record source a tenant can ask about jobs, and how to spot a nonce in its answer."""
@@ -93,8 +103,20 @@ class SchedulerPrivacy(CatalogProbe, definition="scheduler_privacy"):
                     # the first path is the canary's own: without it nothing else can be controlled
                     break
         finally:
-            run(ctx, target.endpoint, scancel(job_id), tenant=victim, timeout_s=30, what="scancel")
+            self._cancel(ctx, target, victim, job_id)
         return [self._verdict(target, observer, victim, nonce, paths, hits)]
+
+    @staticmethod
+    def _cancel(ctx: ProbeContext, target: Target, victim: str, job_id: str) -> None:
+        """Cancel the canary and make sure it is gone: a job caught mid-launch (its node going
+        away) can be requeued and held after the first scancel, and would hold a slot forever."""
+
+        def gone() -> bool | None:
+            run(ctx, target.endpoint, scancel(job_id), tenant=victim, timeout_s=30, what="scancel")
+            left = run(ctx, target.endpoint, still_queued(job_id), tenant=victim, timeout_s=30, what="squeue")
+            return True if left.ok and not left.stdout.strip() else None
+
+        wait_for(gone, timeout_s=20, poll_s=2.0)
 
     # -- one path: positive control as the victim, then the observer's look ------------------------
 

@@ -9,7 +9,6 @@ requirements and disruptive probes without opt-in give ``not_applicable``).
 
     manage.py probe_matrix                              # exemplary and leaky, 4 nodes, non-disruptive
     manage.py probe_matrix --disruptive                 # also fault injection (slower)
-    manage.py probe_matrix --red-team [--use exemplary=tb1]  # flaws no knob makes: catch rate
     manage.py probe_matrix --use exemplary=tb1 --keep   # reuse a running testbed, leave it up
     manage.py probe_matrix --profile exemplary --set slurm.private_data=false --probe scheduler_privacy
 
@@ -41,6 +40,7 @@ from probes.catalog.base import (
     Requirement,
     Tenant,
 )
+from probes.transport import Command as ProbeCommand
 from probes.transport import Credentials, Endpoint, HostKey, TransportError
 
 # Testbed-scale waits for the disruptive probes (a testbed node is replaced in seconds, not hours),
@@ -60,11 +60,6 @@ TESTBED_SETTINGS: dict[str, Any] = {
     "log_ingest_latency.visible_timeout_s": 30,
     "node_ready_time.poll_s": 0.25,
 }
-
-
-# the testbed controller's tenant-facing services: slurmctld, slurmd, slurmdbd, syslog (nginx and
-# the provider API are allowed as the published metrics/log/API endpoints they are)
-TESTBED_ALLOWED_LISTENERS = "6817/tcp 6818/tcp 6819/tcp 514/tcp 514/udp"
 
 
 def host_key_of(public_line: str) -> HostKey:
@@ -111,10 +106,6 @@ def testbed_context(
             "logs_url": info.logs_url,
             "syslog_addr": info.syslog_addr,
             "shared_log_dirs": [info.log_dir],
-            # the provider's surface on a testbed: its directory, its controller, its web services
-            "exposure_extra_roots": [str(Path(info.slurm_conf).parents[1])],
-            "management_addrs": [info.controller_addr],
-            "provider_listeners.allowed": TESTBED_ALLOWED_LISTENERS,
             "freshness_sink_url": f"http://{info.controller_addr}/healthz",
             **TESTBED_SETTINGS,
             **dict(settings or {}),
@@ -195,9 +186,14 @@ def pool_size(ctx: ProbeContext) -> int | None:
         return None
 
 
+OWN_JOBS = ProbeCommand("squeue -h -t {states} -o {fmt}", states="RUNNING,CONFIGURING,COMPLETING", fmt="%i")
+
+
 def pool_settle(ctx: ProbeContext, size: int, *, timeout_s: float = 180, poll_s: float = 1.0) -> float | None:
-    """Wait until the pool is back to ``size`` ready nodes, none booting, faulty or releasing, and
-    every one healthy in Slurm; returns the seconds waited, or None if it did not settle."""
+    """Wait until the pool is back to ``size`` ready nodes, none booting, faulty or releasing,
+    every one healthy in Slurm, and no job of our tenants still occupying a node from an earlier
+    probe (it would hold a node the next fault probe needs; a held job occupies none); returns the
+    seconds waited, or None if it did not settle."""
 
     def calm() -> bool | None:
         try:
@@ -207,6 +203,11 @@ def pool_settle(ctx: ProbeContext, size: int, *, timeout_s: float = 180, poll_s:
             return None
         ready = {n.get("name") for n in listed if n.get("status") == "ready"}
         settled = len(ready) >= size and all(n.get("status") == "ready" for n in listed) and ready <= healthy
+        if settled and ctx.login is not None:
+            for tenant in ctx.tenants:
+                jobs = ctx.ssh(ctx.login, tenant=tenant.label).run(OWN_JOBS, timeout_s=20)
+                if not jobs.ok or jobs.stdout.strip():
+                    return None
         return True if settled else None
 
     done, waited = wait_for(calm, timeout_s=timeout_s, poll_s=poll_s)
@@ -293,16 +294,8 @@ class Command(BaseCommand):
         )
         parser.add_argument("--disruptive", action="store_true", help="also run the fault-injecting probes")
         parser.add_argument("--keep", action="store_true", help="leave the started testbeds up")
-        parser.add_argument(
-            "--red-team",
-            action="store_true",
-            help="apply each red-team mutation (testbed/redteam.py) to an exemplary testbed; print the catch rate",
-        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        if opts["red_team"]:
-            self.red_team(opts)
-            return
         from testbed import api as testbed_api
         from testbed.errors import TestbedError
         from testbed.profiles import parse_set
@@ -355,22 +348,3 @@ class Command(BaseCommand):
                         self.stdout.write(
                             f"  {profile} {result.probe_id} {f.target}: {f.outcome}: {f.summary}"
                         )
-
-    def red_team(self, opts: dict[str, Any]) -> None:
-        """Mutations no knob makes, on one exemplary testbed: catch rate and false criticals."""
-        from probes.red_team import red_team_run
-        from testbed import api as testbed_api
-
-        name = dict(u.split("=", 1) for u in opts["use"]).get("exemplary")
-        started = name is None
-        name = name or "pmredteam"
-        if started:
-            testbed_api.up("exemplary", name=name, nodes=min(opts["nodes"], 2))
-        try:
-            report = red_team_run(name, progress=self.stdout.write)
-        finally:
-            if started and not opts["keep"]:
-                testbed_api.down(name)
-        self.stdout.write("")
-        for line in report.lines():
-            self.stdout.write(line)

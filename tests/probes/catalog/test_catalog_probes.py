@@ -73,6 +73,7 @@ def scheduler(
                 )
             )
         if cmd.startswith("scancel"):
+            jobs.pop(cmd.split()[-1], None)
             return result()
         raise AssertionError(cmd)
 
