@@ -8,11 +8,12 @@ fingerprint and records exactly the ones the analyst ticks. Runs and findings ar
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Exists, OuterRef, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -27,6 +28,17 @@ from probes.transport import TransportError, check_private_key
 SECRET_WIDGET = forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"})
 
 
+def host_with_port(host: str) -> bool:
+    """True for "10.0.0.3:22", "login.example:2222" or "[fe80::1]:22"; a bare IPv6 address is a host."""
+    if host.startswith("["):
+        return True
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return ":" in host
+    return False
+
+
 class ClusterAccessForm(forms.ModelForm):
     api_token = forms.CharField(
         required=False, widget=SECRET_WIDGET, help_text="Write-only. Leave empty to keep the stored token."
@@ -39,6 +51,25 @@ class ClusterAccessForm(forms.ModelForm):
             "cluster", "login_host", "login_port", "compute_nodes", "discover_nodes", "api_base_url",
             "disruptive_opt_in", "max_concurrency", "settings",
         ]  # fmt: skip
+
+    def clean_login_host(self) -> str:
+        host = self.cleaned_data["login_host"].strip()
+        if host_with_port(host):
+            raise forms.ValidationError(
+                f"Give only the host name or address here ({host.rsplit(':', 1)[0].strip('[]')}); "
+                "put the port in the login port field."
+            )
+        return host
+
+    def clean_api_base_url(self) -> str:
+        url = self.cleaned_data["api_base_url"]
+        typed = (self.data.get(self.add_prefix("api_base_url")) or "").strip()
+        if typed and "://" not in typed:
+            raise forms.ValidationError(
+                f"Start the address with http:// or https:// ({typed} has no scheme, and guessing one could "
+                "send the token to the wrong service)."
+            )
+        return url
 
     def clean_compute_nodes(self) -> str:
         text = self.cleaned_data["compute_nodes"]
@@ -253,16 +284,24 @@ class FindingInline(admin.TabularInline):
 
 @admin.register(ProbeRun)
 class ProbeRunAdmin(admin.ModelAdmin):
-    list_display = ["id", "probe_id", "cluster", "status", "progress", "attempt", "flagged", "error_code",
+    list_display = ["id", "probe_id", "cluster", "status_shown", "progress", "attempt", "flagged", "error_code",
                     "finding_count", "scheduled_for", "finished_at"]  # fmt: skip
-    list_filter = ["status", "flagged", "probe_id", "cluster__provider"]
+    list_filter = ["status", "flagged", "probe_id", "cluster__provider", "cycle"]
     search_fields = ["probe_id", "cluster__name", "error_code", "idempotency_key"]
     list_select_related = ["cluster__provider"]
     date_hierarchy = "scheduled_for"
     inlines = [FindingInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ProbeRun]:
-        return super().get_queryset(request).annotate(_findings=Count("findings"))
+        harness_errors = Finding.objects.filter(run=OuterRef("pk"), outcome="error")
+        return super().get_queryset(request).annotate(_findings=Count("findings"), _errors=Exists(harness_errors))
+
+    @admin.display(description="status", ordering="status")
+    def status_shown(self, obj: ProbeRun) -> str:
+        """"Done" would hide that our harness broke on some targets: those runs say so."""
+        if obj.status == ProbeRun.Status.DONE and getattr(obj, "_errors", False):
+            return "Done with errors"
+        return obj.get_status_display()
 
     @admin.display(description="findings", ordering="_findings")
     def finding_count(self, obj: ProbeRun) -> int:
@@ -296,7 +335,7 @@ class FindingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "run",
         "created_at",
     ]
-    list_filter = ["outcome", "critical", "probe_id"]
+    list_filter = ["outcome", "critical", "probe_id", "run__cycle", "run__cluster__provider", "run__cluster"]
     search_fields = ["probe_id", "target", "summary"]
     list_select_related = ["run"]
 

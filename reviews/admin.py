@@ -19,6 +19,7 @@ from django.utils.html import format_html_join
 from config.access import ALL_STAFF_READ, Role, user_role
 from config.admin_readonly import ReadOnlyAdminMixin
 from config.history_admin import GuardedHistoryAdmin
+from providers.models import Cycle
 from ratings.models import ScoreOverride
 from reviews import selectors, services
 from reviews.models import (
@@ -31,6 +32,7 @@ from reviews.models import (
     ReviewAssignment,
     RightOfReply,
 )
+from rubric.models import Criterion
 
 
 def _sees_all(request: HttpRequest) -> bool:
@@ -91,12 +93,40 @@ class ConflictOfInterestAdmin(GuardedHistoryAdmin):
         obj.pk, obj.reviewer, obj.declared_at = saved.pk, saved.reviewer, saved.declared_at
 
 
+class CriterionChoiceField(forms.ModelChoiceField):
+    """Criteria named in full: rubric version, area, title and key (not 441 bare keys)."""
+
+    def label_from_instance(self, obj: Any) -> str:
+        return f"{obj.rubric_version.name} {obj.rubric_version.version} · {obj.area.title} · {obj.title} ({obj.key})"
+
+
 class AssignmentAddForm(forms.ModelForm):
     class Meta:
         model = ReviewAssignment
         fields = ["cycle", "provider", "criterion", "reviewer", "slot"]
+        field_classes = {"criterion": CriterionChoiceField}
 
     request: HttpRequest  # set per request by ReviewAssignmentAdmin.get_form
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "criterion" in self.fields:
+            self.fields["criterion"].queryset = self._criteria()
+            self.fields["criterion"].help_text = (
+                "Documentation-review criteria of the cycle's rubric version (of open cycles until one is chosen)."
+            )
+
+    def _criteria(self) -> QuerySet[Criterion]:
+        """Only criteria a reviewer can score in a cycle: the chosen cycle's rubric version (or those
+        of cycles not closed yet), and only those that take documentation review."""
+        chosen = self.data.get(self.add_prefix("cycle")) or self.initial.get("cycle")
+        cycles = Cycle.objects.filter(pk=chosen) if str(chosen or "").isdigit() else (
+            Cycle.objects.exclude(status=Cycle.Status.CLOSED)
+        )
+        candidates = Criterion.objects.filter(rubric_version__in=cycles.values("rubric_version"))
+        ids = [pk for pk, kinds in candidates.values_list("pk", "evidence_kinds") if "doc_review" in kinds]
+        return (Criterion.objects.filter(pk__in=ids).select_related("rubric_version", "area")
+                .order_by("rubric_version__name", "rubric_version__version", "area__position", "position", "key"))
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

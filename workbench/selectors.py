@@ -38,6 +38,7 @@ from rubric.models import Area, Criterion, RubricVersion
 CRITICAL, FAILED, DECLINED, MEASURED, UNDER_REVIEW, NOT_APPLICABLE, MISSING = (
     "critical", "failed", "declined", "measured", "under review", "not applicable", "missing",
 )
+COVERED_LABELS = frozenset({CRITICAL, FAILED, DECLINED, MEASURED})
 FAILING_OUTCOMES = frozenset({"fail", "provider_error", "timeout"})
 MEASURED_OUTCOMES = frozenset({"pass", "warn"})
 FAILED_RUNS_SHOWN = 50
@@ -77,6 +78,7 @@ class ProviderRow:
     counts: dict[str, int] = field(default_factory=dict)
     below_floor: bool = False
     clusters: list[Cluster] = field(default_factory=list)
+    matrix_html: str = ""  # the row's cells as HTML (filled by the view)
 
 
 @dataclass(frozen=True)
@@ -215,10 +217,13 @@ def cycle_workbench_get(*, cycle: Cycle) -> Workbench:
         ScoreOverride.objects.filter(cycle=cycle, status="approved").values_list("provider_id", "criterion_id")
     )
 
-    snapshot = ScoreSnapshot.objects.filter(cycle=cycle).order_by("-created_at", "-id").first()
+    # The snapshot's full result is the largest JSON of the cycle; the page needs only its rows.
+    snapshot = ScoreSnapshot.objects.filter(cycle=cycle).defer("result").order_by("-created_at", "-id").first()
     tiers: dict[int, TierAssignment] = {}
     if snapshot is not None:
-        tiers = {t.provider_id: t for t in TierAssignment.objects.filter(snapshot=snapshot)}
+        tiers = {t.provider_id: t for t in TierAssignment.objects.filter(snapshot=snapshot).only(
+            "provider_id", "tier", "coverage", "probabilities", "criteria", "gate_caps",
+        )}
 
     # Area-level feedback goes to the area's one customer-feedback criterion (as the engine reads it).
     feedback_target: dict[int, int] = {}
@@ -230,25 +235,30 @@ def cycle_workbench_get(*, cycle: Cycle) -> Workbench:
     for cl in Cluster.objects.filter(provider__in=[p.pk for p in providers]).order_by("name"):
         clusters[cl.provider_id].append(cl)
 
+    # Plain values, read once: this loop runs providers x criteria times (4,000 on a large cycle).
+    plain = [(c, c.pk, c.key, c.area_id, c.probe_id, c.probe_metric, weights.get(c.pk, 0.0),
+              feedback_target.get(c.area_id) == c.pk) for c in criteria]
+    no_findings: dict[str, int] = {}
     rows = []
     for p in providers:
-        assignment = tiers.get(p.pk)
+        pid = p.pk
+        assignment = tiers.get(pid)
         snap_criteria = {c["key"]: c for c in (assignment.criteria if assignment else [])}
         snap_caps = {g["criterion"]: g for g in (assignment.gate_caps if assignment else [])}
         cells, covered, gates = [], 0.0, []
-        for c in criteria:
-            subs = assignments.get((p.pk, c.pk, "submitted"), 0)
-            assigned = assignments.get((p.pk, c.pk, "assigned"), 0)
-            open_reviews = assigned + (subs if subs and (p.pk, c.pk) not in reconciled else 0)
-            fb = fb_criterion.get((p.pk, c.pk), 0)
-            if feedback_target.get(c.area_id) == c.pk:
-                fb += fb_area.get((p.pk, c.area_id), 0)
+        for c, cid, key, area_id, probe_id, metric, weight, takes_area_feedback in plain:
+            subs = assignments.get((pid, cid, "submitted"), 0)
+            assigned = assignments.get((pid, cid, "assigned"), 0)
+            open_reviews = assigned + (subs if subs and (pid, cid) not in reconciled else 0)
+            fb = fb_criterion.get((pid, cid), 0)
+            if takes_area_feedback:
+                fb += fb_area.get((pid, area_id), 0)
             cell = _cell(
-                c, findings.get((p.pk, c.probe_id, c.probe_metric), {}) if c.probe_id else {},
-                docs.get((p.pk, c.pk), 0), fb, open_reviews, (p.pk, c.pk) in overrides, snap_criteria.get(c.key),
+                c, findings.get((pid, probe_id, metric), no_findings) if probe_id else no_findings,
+                docs.get((pid, cid), 0), fb, open_reviews, (pid, cid) in overrides, snap_criteria.get(key),
             )
-            if cell.label in (CRITICAL, FAILED, DECLINED, MEASURED):
-                covered += weights.get(c.pk, 0.0)
+            if cell.label in COVERED_LABELS:
+                covered += weight
             if c.is_gate:
                 gates.append(_gate_status(c, cell, snap_caps))
             cells.append(cell)
