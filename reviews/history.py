@@ -16,24 +16,20 @@ from types import SimpleNamespace
 from typing import Any
 
 import simple_history
-from django.apps import apps
 from django.db import models
 
-# (app_label, model) pairs owned by other apps whose changes must be audited. A model not
-# loaded yet (being built in parallel) is skipped until it exists; re-run makemigrations.
-FOREIGN_AUDITED: tuple[tuple[str, str], ...] = (
-    ("rubric", "RubricVersion"),
-    ("rubric", "Area"),
-    ("rubric", "Criterion"),
-    ("providers", "Provider"),
-    ("providers", "Cluster"),
-    ("providers", "Cycle"),
-    ("ratings", "DocReview"),
-    ("ratings", "CustomerFeedback"),
-    ("ratings", "ScoreSnapshot"),
-    ("ratings", "TierAssignment"),
-    ("ratings", "ScoreOverride"),
-    ("reports", "Report"),
+from providers.models import Cluster, Cycle, Provider
+from ratings.models import CustomerFeedback, DocReview, ScoreOverride, ScoreSnapshot, TierAssignment
+from reports.models import Report
+from rubric.models import Area, Criterion, RubricVersion
+
+# Models owned by the apps below whose changes must be audited (reviews sits above them all,
+# so it imports them directly).
+FOREIGN_AUDITED: tuple[type[models.Model], ...] = (
+    RubricVersion, Area, Criterion,
+    Provider, Cluster, Cycle,
+    DocReview, CustomerFeedback, ScoreSnapshot, TierAssignment, ScoreOverride,
+    Report,
 )
 
 # Field names whose values never go into the audit log (credentials, keys, hashes).
@@ -43,8 +39,7 @@ _MAX_VALUE_CHARS = 500
 
 def foreign_history_register() -> None:
     """Attach simple-history to each audited model of another app (idempotent)."""
-    for app_label, model_name in FOREIGN_AUDITED:
-        model = apps.get_model(app_label, model_name, require_ready=False)
+    for model in FOREIGN_AUDITED:
         if hasattr(model, "history"):
             continue  # its own app already keeps history
         simple_history.register(model, app="reviews")
