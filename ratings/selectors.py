@@ -266,4 +266,3 @@ def provider_tier_latest(*, provider: Provider, cycle: Cycle) -> list[dict[str, 
         "-snapshot__created_at", "-pk"
     )
     return list(rows.values(*PROVIDER_TIER_FIELDS)[:1])
-
