@@ -12,9 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseNotModified
+from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import reverse
-from django.utils.cache import patch_cache_control
+from django.utils.cache import get_conditional_response, patch_cache_control
 
 from reports import rendering, selectors
 from reports.models import Report
@@ -35,11 +35,6 @@ def etag_for(meta: dict[str, Any], kind: str = "") -> str:
     return f'"{meta["content_hash"]}-{tail}{("-" + kind) if kind else ""}"'
 
 
-def if_none_match(request: HttpRequest, etag: str) -> bool:
-    header = request.headers.get("If-None-Match", "")
-    return header.strip() == "*" or etag in [part.strip().removeprefix("W/") for part in header.split(",")]
-
-
 def cached_response(
     request: HttpRequest, meta: dict[str, Any], kind: str, render: Callable[[], bytes], content_type: str,
     *, filename: str | None = None,
@@ -49,9 +44,10 @@ def cached_response(
     # accept gzip get a tenth of the bytes at no per-request compression cost.
     gzipped = content_type != "application/pdf" and "gzip" in request.headers.get("Accept-Encoding", "")
     etag = etag_for(meta, kind + (".gz" if gzipped else ""))
-    if if_none_match(request, etag):
-        response: HttpResponse = HttpResponseNotModified()
-    else:
+    # Django's conditional-response helper: 304 for a matching If-None-Match (weak comparison,
+    # "*" included) on GET/HEAD, 412 for a failed precondition on anything else.
+    response: HttpResponse | None = get_conditional_response(request, etag=etag)
+    if response is None:
         body = rendering.cache.get_or_render(key, render)
         if gzipped:
             body = rendering.cache.get_or_render((*key, "gzip"), lambda: gzip.compress(body, 6, mtime=0))

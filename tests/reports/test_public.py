@@ -106,6 +106,16 @@ def test_html_pages_answer_conditional_gets_too(client, make_published):
     assert client.get(f"/reports/{report.pk}/", HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304
 
 
+def test_conditional_gets_follow_http_list_weak_and_star_forms(client, make_published):
+    report = make_published()
+    url = f"/reports/{report.pk}/"
+    etag = client.get(url)["ETag"]
+    for header in (f'"0000", {etag}', f"W/{etag}", "*"):
+        answer = client.get(url, HTTP_IF_NONE_MATCH=header)
+        assert answer.status_code == 304 and answer["ETag"] == etag, header
+    assert client.get(url, HTTP_IF_NONE_MATCH='"0000", W/"1111"').status_code == 200
+
+
 def test_the_public_api_needs_no_login_and_refuses_writes(client, make_published):
     report = make_published()
     assert client.get("/api/public/reports/").json()["results"][0]["id"] == report.pk
