@@ -49,3 +49,39 @@ def test_a_testbed_value_is_restated_on_the_real_scale_of_the_rubrics_anchors():
     assert real_scale_value("node_ready_time", "p50_seconds", 1.3, "scale=testbed") == pytest.approx(97.5)
     assert real_scale_value("node_ready_time", "p50_seconds", 20.0, "default") == 20.0
     assert real_scale_value("scheduler_privacy", "", None, "") is None
+
+
+def test_the_engine_reads_a_testbed_finding_on_the_real_scale_and_a_real_one_as_measured():
+    from django.utils import timezone
+
+    from probes.models import ProbeRun
+    from probes.selectors import findings_for_cycle
+    from tests.factories import CycleFactory
+
+    cluster, cycle = ClusterFactory(), CycleFactory()
+    run = ProbeRun.objects.create(
+        cycle=cycle,
+        cluster=cluster,
+        probe_id="node_ready_time",
+        target="cluster",
+        scheduled_for=timezone.now(),
+        idempotency_key="scale-1",
+        status="done",
+    )
+    for target, value, ref in (
+        ("a", 20.0, "scale=testbed"),
+        ("b", 1.3, "scale=testbed"),
+        ("c", 20.0, "default"),
+    ):
+        Finding.objects.create(
+            run=run,
+            probe_id="node_ready_time",
+            probe_version="1",
+            target=target,
+            metric="p50_seconds",
+            outcome="pass",
+            value=value,
+            threshold_ref=ref,
+        )
+    values = [f.value for f in findings_for_cycle(cycle=cycle)]
+    assert values == pytest.approx([1500.0, 97.5, 20.0])  # the leaky demo's 20 s no longer scores like 1.3 s
