@@ -1,7 +1,8 @@
 """Benchmark of the scoring engine against a naive peer (run: `.venv/bin/python bench/scoring_bench.py`).
 
 Workload (issue 3): P providers x 150 criteria x 5 probe replicates, B=2000 bootstrap
-replicates, one core. It prints wall time, CPU time and peak memory for the engine at 10,
+replicates, one core; the tier rule is issue 14's (``ratings.engine.tiering``). The target
+(issue 14): under 1 s CPU at 100 providers. It prints wall time, CPU time and peak memory for the engine at 10,
 100 and 1000 providers and how the cost grows, then runs the naive peer on the same inputs:
 a straightforward bootstrap that, for every replicate, draws n indices per (provider,
 criterion) with ``rng.integers``, takes ``np.median`` of the resample and reruns the same
@@ -34,7 +35,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ratings import tiering  # noqa: E402
+from ratings.engine import tiering  # noqa: E402
 from ratings.engine_types import (  # noqa: E402
     AreaSpec,
     CriterionSpec,
@@ -114,9 +115,10 @@ def naive_peer(inp: ScoringInput, size: int) -> np.ndarray:
                 sample = vals[rng.integers(0, len(vals), len(vals))]
                 total += area_w[c.area] * weights[ck] / area_tot[c.area] * float(np.median(sample))
             reps[i, b] = round(total, 12)
-    pairs = tiering.BootstrapPairs(reps)
-    caps = np.zeros_like(reps, dtype=np.int64)
-    return tiering.replicate_tiers(reps, caps, rubric.params.tier_floors, pairs, rubric.params.boundary_confidence)
+    pairs = tiering.pair_probabilities(tiering.marginal_grid(reps))
+    points = np.median(reps, axis=1)
+    confidence = rubric.params.boundary_confidence
+    return np.stack([tiering.conditional_tiers(points, pairs, confidence, i, reps[i]) for i in range(len(keys))])
 
 
 def main() -> None:
