@@ -15,16 +15,41 @@ hands-on probes run on real managed clusters, a blind documentation review by tw
 customer feedback.
 
 Each criterion's evidence is normalised to a score from 0 to 1 against fixed anchors in the rubric (worst and \
-best values), so scores stay comparable across cycles. Customer ratings are shrunk toward the peer mean (a \
-Bayesian average) so a few responses cannot dominate. Criterion scores are combined with the rubric's weights \
-into area scores and a composite; missing evidence is reported as coverage, and a provider whose measured \
-weight falls under the coverage floor is published as Not rated rather than rewarded for opacity.
+best values), so scores stay comparable across cycles. A probe that timed out, failed at the provider, or that \
+the provider declined (did not allow or provide what it needs) scores the worst anchor; a declined criterion \
+also counts as not covered. Customer ratings are shrunk toward a prior the rubric states (its mean and its \
+strength, a number of pseudo-responses), never toward the other providers' ratings, so a few responses cannot \
+dominate and no provider's answers move another's score. Criterion scores are combined with the rubric's \
+weights into area scores and a composite. Coverage is the measured share of the applicable weight, computed \
+exactly (weights as the decimals the rubric writes); a provider under the coverage floor is published as Not \
+rated, with no composite and no tier, rather than rewarded for opacity.
 
-Tiers come from the composite: fixed floors for each tier, boundaries between neighbours kept only when the \
-bootstrap (seeded, recorded below) is confident the two really differ, and gates (for example tenant isolation) \
-that cap the tier of a provider failing them. The confidence interval and the probability of each tier come \
-from the same bootstrap; a provider whose top tier probability is low is flagged borderline. A tier changes \
-from the last published cycle only when the evidence clearly says so (hysteresis).
+How tiers are drawn. Sort the rated providers by composite. A tier boundary can only lie in a gap between two \
+neighbouring composites (equal composites are never split), and only where the bootstrap (seeded, recorded \
+below) confirms it: every provider above the gap must beat every provider below it with probability at least \
+the rubric's boundary confidence, comparing the providers' own bootstrap distributions, and the gap must be \
+at least the rubric's minimum gap. Of the confirmed gaps, the (at most) four largest become the boundaries: \
+the top group is Platinum, the next Gold, then Silver, Bronze and Underperforming. The number of groups is not \
+estimated, so it cannot jump when one provider moves a little. Then two caps, which can only lower a tier: the \
+absolute floors (a tier needs a composite of at least its floor) and the gates (a gate such as tenant \
+isolation fails on any critical finding or any failing replicate, a breach seen once being a breach, and caps \
+the tier at the gate's cap; the report names the replicate and the finding). The probability of each tier \
+reruns the same rule on each bootstrap replicate of the provider's own composite, the others held at theirs; \
+the confidence interval comes from the same replicates, and a provider whose published tier has low \
+probability is flagged borderline. A tier changes from the last published cycle only when the bootstrap puts \
+less than the hysteresis threshold at the old tier or beyond it on the old side.
+
+What this rule guarantees, and what it does not. (1) Improving your own evidence on any criterion never lowers \
+your composite, your interval's bounds, your tier or your chance of any tier or better. (2) Another provider's \
+evidence never changes your composite, interval or criterion scores; it can improve your tier only by removing \
+a boundary above you (the other provider joins the group above, or its own widened gap displaces a smaller \
+boundary): no rule that gives well-separated groups consecutive tiers can exclude this. (3) Adding a provider \
+that every rated provider beats for sure never reorders the others and moves anyone's tier by at most one, and \
+only when four boundaries were already drawn. (4) Identical evidence gives identical tiers, probabilities and \
+intervals: the bootstrap draws depend on the seed and the rubric, never on a provider's name. (5) A field in \
+which no provider is confirmed apart from its neighbour is one group; a field whose neighbours are all \
+confirmed apart is cut at its largest gaps even without natural clusters. Each is a property test of 200 \
+random cases run on every change.
 
 Providers review the facts about themselves before publication (right of reply on facts, not on opinions). \
 Any score override needs a written justification and a second publisher's approval and is listed in the \
