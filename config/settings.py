@@ -233,7 +233,7 @@ REST_FRAMEWORK = {
         "token": env_str("OPGRADE_THROTTLE_TOKEN") or "3000/min",
     },
     "PAGE_SIZE": 100,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.api_schema.AutoSchema",
     "DEFAULT_VERSIONING_CLASS": None,
 }
 SPECTACULAR_SETTINGS = {
@@ -246,6 +246,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The 4xx answers drf-spectacular cannot infer (config/api_schema.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.api_schema.add_error_responses",
+    ],
     # Many models have a `status`; name each choice set after its model so the schema's
     # enums are stable and self-explaining (and `check --deploy` has no W001).
     "ENUM_NAME_OVERRIDES": {

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Avg, Count, QuerySet
+from django.db.models import Avg, Count, Q, QuerySet
 from django.db.models.functions import Coalesce
 
 from config.access import ALL_STAFF_READ, Role, queryset_for_user, user_role
@@ -68,6 +68,36 @@ def peer_scores(*, assignment: ReviewAssignment, user: Any) -> list[PeerScore] |
         cycle_id=assignment.cycle_id, provider_id=assignment.provider_id, criterion_id=assignment.criterion_id,
     ).exclude(pk=assignment.pk).order_by("slot")
     return [PeerScore(slot=o.slot, score=o.score, status=o.status) for o in others]
+
+
+def peer_scores_for_page(*, assignments: list[ReviewAssignment], user: Any) -> dict[int, list[PeerScore] | None]:
+    """``peer_scores`` for a page of assignments in one query: {assignment id: scores or None}.
+
+    The same rules as ``peer_scores_visible``: staff see every unit's scores; a reviewer sees
+    them for their own submitted assignment once the first and second reviews are both in.
+    """
+    if not assignments:
+        return {}
+    staff = user_role(user) in ALL_STAFF_READ
+    units = {(a.cycle_id, a.provider_id, a.criterion_id) for a in assignments}
+    unit_filter = Q()
+    for cycle_id, provider_id, criterion_id in units:
+        unit_filter |= Q(cycle_id=cycle_id, provider_id=provider_id, criterion_id=criterion_id)
+    by_unit: dict[tuple[int, int, int], list[ReviewAssignment]] = defaultdict(list)
+    for row in ReviewAssignment.objects.filter(unit_filter).only(
+        "pk", "cycle_id", "provider_id", "criterion_id", "slot", "score", "status"
+    ).order_by("slot"):
+        by_unit[(row.cycle_id, row.provider_id, row.criterion_id)].append(row)
+    out: dict[int, list[PeerScore] | None] = {}
+    for a in assignments:
+        rows = by_unit[(a.cycle_id, a.provider_id, a.criterion_id)]
+        submitted = {r.slot for r in rows if r.status == ReviewAssignment.Status.SUBMITTED}
+        visible = staff or (
+            a.reviewer_id == getattr(user, "pk", None) and a.is_submitted and {"first", "second"} <= submitted
+        )
+        out[a.pk] = [PeerScore(slot=r.slot, score=r.score, status=r.status) for r in rows if r.pk != a.pk] if (
+            visible) else None
+    return out
 
 
 def cycle_alpha(*, cycle: Cycle) -> list[AlphaResult]:

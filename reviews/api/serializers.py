@@ -24,7 +24,7 @@ from reviews.models import (
     ReviewAssignment,
     RightOfReply,
 )
-from reviews.selectors import peer_scores
+from reviews.selectors import peer_scores, peer_scores_for_page
 from rubric.models import Criterion
 
 
@@ -66,6 +66,17 @@ class ConflictSerializer(serializers.ModelSerializer):
         read_only_fields = ["id", "reviewer", "declared_at"]
 
 
+class AssignmentListSerializer(serializers.ListSerializer):
+    """Reads the page's peer scores in one query (selectors.peer_scores_for_page), not one per row."""
+
+    def to_representation(self, data: Any) -> list[Any]:
+        items = list(data.all() if hasattr(data, "all") else data)
+        self.child.context["peer_scores"] = peer_scores_for_page(
+            assignments=items, user=self.context["request"].user
+        )
+        return super().to_representation(items)
+
+
 class AssignmentSerializer(serializers.ModelSerializer):
     cycle = serializers.SlugRelatedField(slug_field="slug", read_only=True)
     provider = serializers.SlugRelatedField(slug_field="slug", read_only=True)
@@ -81,6 +92,7 @@ class AssignmentSerializer(serializers.ModelSerializer):
             "id", "cycle", "provider", "criterion", "reviewer", "slot", "status", "score", "citations", "notes",
             "created_at", "submitted_at", "peer_scores",
         ]
+        list_serializer_class = AssignmentListSerializer
 
     def _user(self) -> Any:
         return self.context["request"].user
@@ -94,7 +106,10 @@ class AssignmentSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(PeerScoreSerializer(many=True, allow_null=True))
     def get_peer_scores(self, obj: ReviewAssignment) -> list[dict[str, Any]] | None:
-        scores = peer_scores(assignment=obj, user=self._user())
+        page = self.context.get("peer_scores")
+        scores = page[obj.pk] if page is not None and obj.pk in page else peer_scores(
+            assignment=obj, user=self._user()
+        )
         return None if scores is None else [vars(s) for s in scores]
 
 
