@@ -73,8 +73,9 @@ def _provider(assignment: Any) -> ctx.ProviderResult:
     return ctx.ProviderResult(
         slug=assignment.provider.slug, name=assignment.provider.name, tier=tier,
         tier_probabilities=probabilities or {},
-        ci_low=assignment.ci_low, ci_high=assignment.ci_high, composite=assignment.composite,
-        pessimistic=assignment.composite_pessimistic, coverage=assignment.coverage,
+        # Not rated: no composite of any kind in the report, so nothing reads as a score
+        ci_low=assignment.ci_low, ci_high=assignment.ci_high, composite=assignment.composite if tier else None,
+        pessimistic=assignment.composite_pessimistic if tier else None, coverage=assignment.coverage,
         area_scores={str(a["key"]): (a.get("score") if a.get("measured", True) else None) for a in assignment.areas},
         gate_caps=tuple(str(g["criterion"]) for g in assignment.gate_caps or ()),
         borderline=assignment.borderline,
