@@ -117,6 +117,9 @@ class CustomerFeedback(models.Model):
         max_length=64, validators=[SHA256_HEX], help_text="HMAC-SHA256 of the organisation; never the name."
     )
     comment = models.TextField(blank=True)
+    answered_on = models.DateField(
+        null=True, blank=True, help_text="When the customer answered (the survey export's date column)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -392,11 +392,27 @@ class InterviewNoteAdmin(GuardedHistoryAdmin):
 
 @admin.register(FeedbackImport)
 class FeedbackImportAdmin(admin.ModelAdmin):
-    list_display = ["filename", "cycle", "row_count", "imported_by", "created_at"]
+    list_display = ["filename", "cycle", "row_count", "imported_by", "created_at", "rolled_back_at"]
     list_filter = ["cycle"]
     search_fields = ["filename", "sha256"]
     list_select_related = ["cycle", "imported_by"]
-    readonly_fields = ["cycle", "filename", "sha256", "row_count", "imported_by", "created_at"]
+    readonly_fields = ["cycle", "filename", "sha256", "row_count", "imported_by", "created_at", "rolled_back_at",
+                       "rolled_back_by"]
+    actions = ["action_rollback"]
+
+    def has_rollback_permission(self, request: HttpRequest) -> bool:
+        return user_role(request.user) in {Role.ANALYST, Role.ADMIN}
+
+    @admin.action(description="Roll back the selected imports (delete every row they wrote)",
+                  permissions=["rollback"])
+    def action_rollback(self, request: HttpRequest, queryset: QuerySet[FeedbackImport]) -> None:
+        for batch in queryset:
+            try:
+                removed = services.feedback_import_rollback(batch=batch, by=request.user)
+            except services.ReviewsError as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+            else:
+                self.message_user(request, f"Rolled back {batch}: {removed} feedback rows removed.", messages.SUCCESS)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # `manage.py feedback_import` or the API: both validate every row first

@@ -13,6 +13,11 @@ A survey export is accepted as UTF-8 CSV with a header row holding exactly these
 | comment           | no       | free text (never shown to providers)                     |
 | date              | no       | ISO date the answer was given, e.g. 2026-11-02           |
 
+The file may be UTF-8 (with or without a byte-order mark), UTF-16 with a byte-order mark, or
+Latin-1/Windows-1252 (``feedback_csv_decode`` says which, or refuses naming the cause); its
+separator may be a comma, a semicolon or a tab (read from the header row), and header names
+are matched without regard to case or surrounding spaces.
+
 Every row is checked and every problem reported with its line number in the file
 (the header is line 1), so a dry run lists all bad rows at once. A file that is not
 well-formed CSV (a quote left open, text after a closing quote) is refused whole at the
@@ -22,12 +27,13 @@ allowed values in, frozen dataclasses out; no models, no clock.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import datetime as dt
 import hashlib
 import hmac
 import io
-from collections.abc import Set
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 
 from config.text import unsafe_text_problem
@@ -72,6 +78,65 @@ class ParseResult:
         return not self.errors and bool(self.rows)
 
 
+class FeedbackFileError(ValueError):
+    """The file cannot be read as text; the message names the cause."""
+
+
+@dataclass(frozen=True)
+class DecodedFile:
+    text: str
+    encoding: str  # what it was read as, said back to the analyst
+
+
+def feedback_csv_decode(data: bytes) -> DecodedFile:
+    """Bytes of an upload -> text, with the encoding detected, or FeedbackFileError naming why not.
+
+    A byte-order mark decides (UTF-8, UTF-16 LE/BE); otherwise UTF-8 is tried, then
+    Windows-1252 (Latin-1 plus the quotes and dashes spreadsheets add). NUL bytes without a BOM
+    mean UTF-16 or UTF-32 without a byte-order mark, which cannot be told apart reliably: refused.
+    """
+    boms = ((codecs.BOM_UTF8, "utf-8-sig", "UTF-8 with BOM"), (codecs.BOM_UTF16_LE, "utf-16", "UTF-16"),
+            (codecs.BOM_UTF16_BE, "utf-16", "UTF-16"))
+    for bom, codec, name in boms:
+        if data.startswith(bom):
+            try:
+                return DecodedFile(data.decode(codec), name)
+            except UnicodeDecodeError as exc:
+                raise FeedbackFileError(f"the file starts with a {name} byte-order mark but byte {exc.start} "
+                                        f"is not {name}") from exc
+    if b"\x00" in data:
+        raise FeedbackFileError("the file holds NUL bytes: it looks like UTF-16 or UTF-32 without a byte-order "
+                                "mark; export it as UTF-8 (or UTF-16 with a BOM)")
+    try:
+        return DecodedFile(data.decode("utf-8"), "UTF-8")
+    except UnicodeDecodeError as utf8_error:
+        try:
+            return DecodedFile(data.decode("cp1252"), "Latin-1 (Windows-1252)")
+        except UnicodeDecodeError:
+            raise FeedbackFileError(
+                f"the file is neither UTF-8 (byte 0x{data[utf8_error.start]:02x} at offset {utf8_error.start}) "
+                "nor Latin-1/Windows-1252 text; export it as UTF-8"
+            ) from utf8_error
+
+
+SEPARATORS = {",": "comma", ";": "semicolon", "\t": "tab"}
+
+
+def _separator(text: str) -> str:
+    """The separator of the header row: the one that splits it into the most known columns."""
+    first = text.split("\n", 1)[0]
+    best, best_known = ",", -1
+    for sep in SEPARATORS:
+        known = sum(1 for name in first.split(sep) if _column_name(name) in COLUMNS)
+        if known > best_known:
+            best, best_known = sep, known
+    return best
+
+
+def _column_name(raw: str) -> str:
+    return raw.strip().strip('"').strip().lower()
+
+
 def org_pseudonym(org: str, *, key: str) -> str:
     """Keyed hash of an organisation name: stable per key, useless without it."""
     normalised = " ".join(org.split()).casefold()
@@ -79,15 +144,21 @@ def org_pseudonym(org: str, *, key: str) -> str:
 
 
 def feedback_csv_parse(
-    text: str, *, provider_slugs: Set[str], rating_keys: Set[str], pseudonym_key: str
+    text: str, *, provider_slugs: Set[str], rating_keys: Set[str], pseudonym_key: str,
+    refused: Mapping[str, str] | None = None,
 ) -> ParseResult:
-    """Parse and validate a survey export; return good rows and every bad row's errors."""
+    """Parse and validate a survey export; return good rows and every bad row's errors.
+
+    ``refused`` maps keys of the rubric that customers may not rate (a criterion that takes no
+    customer feedback) to the reason, said on each row that names one.
+    """
     if not pseudonym_key:
         raise ValueError("a pseudonym key is required to hash respondent organisations")
+    text = text.lstrip("\ufeff")
     # strict: a quote left open (or text after a closing quote) is an error, not a field that
     # silently swallows every later row up to the end of the file.
-    reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""), strict=True)
-    header = [h.strip() for h in next(reader, [])]
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True, delimiter=_separator(text))
+    header = [_column_name(h) for h in next(reader, [])]
     if not any(header):
         return ParseResult(errors=(RowError(1, "the file is empty: expected a header row"),))
     missing = sorted(REQUIRED - set(header))
@@ -100,6 +171,8 @@ def feedback_csv_parse(
             parts.append(f"unknown column(s) {', '.join(unknown)}")
         if len(set(header)) != len(header):
             parts.append("duplicate column names")
+        if len(header) == 1:
+            parts.append("the header row is one column: the separators read are comma, semicolon and tab")
         return ParseResult(errors=(RowError(1, "; ".join(parts) + f"; expected {', '.join(COLUMNS)}"),))
 
     rows: list[FeedbackRow] = []
@@ -130,7 +203,8 @@ def feedback_csv_parse(
         if len(fields) > len(header):
             raw[None] = fields[len(header):]
         row_errors, parsed = _row_parse(
-            raw, line=line, provider_slugs=provider_slugs, rating_keys=rating_keys, key=pseudonym_key
+            raw, line=line, provider_slugs=provider_slugs, rating_keys=rating_keys, key=pseudonym_key,
+            refused=refused or {},
         )
         errors.extend(row_errors)
         if parsed is not None:
@@ -151,7 +225,7 @@ def _folded_field(header: list[str], fields: list[str]) -> str | None:
 
 def _row_parse(
     raw: dict[str | None, str | list[str] | None], *, line: int, provider_slugs: Set[str], rating_keys: Set[str],
-    key: str,
+    key: str, refused: Mapping[str, str],
 ) -> tuple[list[RowError], FeedbackRow | None]:
     errors: list[RowError] = []
     if None in raw:
@@ -170,7 +244,9 @@ def _row_parse(
     slug, area, source = values["provider_slug"], values["area_or_criterion"], values["source"]
     if slug and slug not in provider_slugs:
         errors.append(RowError(line, f"provider_slug {slug!r} is not in this cycle's peer set"))
-    if area and area not in rating_keys:
+    if area and area in refused:
+        errors.append(RowError(line, f"area_or_criterion {area!r}: {refused[area]}"))
+    elif area and area not in rating_keys:
         errors.append(RowError(line, f"area_or_criterion {area!r} is not an area or criterion of the rubric"))
     rating: int | None = None
     if values["rating"]:

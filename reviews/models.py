@@ -251,6 +251,12 @@ class FeedbackImport(models.Model):
     )
     rows = models.ManyToManyField("ratings.CustomerFeedback", related_name="imports", blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    rolled_back_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the import was rolled back: its rows were deleted as one unit."
+    )
+    rolled_back_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["-created_at"]

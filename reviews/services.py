@@ -368,10 +368,37 @@ def _citations_union(reviews: Sequence[ReviewAssignment]) -> list[dict[str, str]
 # --- customer feedback ---------------------------------------------------------------------
 
 
+def cycle_feedback_targets(*, cycle: Cycle) -> tuple[set[str], dict[str, str]]:
+    """Keys customers may rate in this cycle's rubric, and the others with the reason why not.
+
+    A criterion takes a rating only if customer feedback is one of its evidence kinds; an area
+    only if exactly one of its criteria does (the engine gives the area's ratings to it). Anything
+    else would be accepted here and then stop ``compute_tiers`` for the whole cycle.
+    """
+    version = cycle.rubric_version
+    accepted: set[str] = set()
+    refused: dict[str, str] = {}
+    per_area: dict[int, list[str]] = {}
+    for key, area_id, kinds in version.criteria.values_list("key", "area_id", "evidence_kinds"):
+        if "customer_feedback" in (kinds or []):
+            accepted.add(key)
+            per_area.setdefault(area_id, []).append(key)
+        else:
+            refused[key] = f"this criterion takes no customer feedback (its evidence: {', '.join(kinds or []) or 'none'})"
+    for area_id, key in version.areas.values_list("id", "key"):
+        targets = per_area.get(area_id, [])
+        if len(targets) == 1:
+            accepted.add(key)
+        elif not targets:
+            refused[key] = "no criterion of this area takes customer feedback"
+        else:
+            refused[key] = f"this area has {len(targets)} customer-feedback criteria; rate one of them: {', '.join(targets)}"
+    return accepted, refused
+
+
 def cycle_rating_keys(*, cycle: Cycle) -> set[str]:
     """Area and criterion keys customers may rate in this cycle's rubric."""
-    version = cycle.rubric_version
-    return set(version.areas.values_list("key", flat=True)) | set(version.criteria.values_list("key", flat=True))
+    return cycle_feedback_targets(cycle=cycle)[0]
 
 
 @dataclass(frozen=True)
@@ -395,11 +422,13 @@ def feedback_import(*, cycle: Cycle, text: str, filename: str, by: Any | None, d
     """
     if by is not None:
         _require_role(by, {Role.ANALYST, Role.ADMIN}, "import customer feedback")
+    accepted, refused = cycle_feedback_targets(cycle=cycle)
     parsed = feedback_csv_parse(
         text,
         provider_slugs=set(cycle.providers.values_list("slug", flat=True)),
-        rating_keys=cycle_rating_keys(cycle=cycle),
+        rating_keys=accepted,
         pseudonym_key=settings.OPGRADE_PSEUDONYM_KEY,
+        refused=refused,
     )
     parsed = _feedback_duplicates_check(cycle=cycle, parsed=parsed)
     if dry_run or not parsed.ok:
@@ -417,12 +446,31 @@ def feedback_import(*, cycle: Cycle, text: str, filename: str, by: Any | None, d
                 cycle=cycle, provider=providers[row.provider_slug], area=areas.get(row.area_or_criterion),
                 criterion=criteria.get(row.area_or_criterion) if row.area_or_criterion not in areas else None,
                 rating=row.rating, source=row.source, respondent_org_hash=row.respondent_org_hash,
-                comment=row.comment,
+                comment=row.comment, answered_on=row.date,
             )
             _as(feedback, by).save()
             created.append(feedback)
         batch.rows.set(created)
     return ImportReport(dry_run=False, parsed=parsed, written=len(created), batch_id=batch.pk)
+
+
+@transaction.atomic
+def feedback_import_rollback(*, batch: FeedbackImport, by: Any | None) -> int:
+    """Undo one import as a unit: delete every feedback row it wrote (each deletion is in the
+    audit trail) and mark the import rolled back. Returns how many rows were removed."""
+    if by is not None:
+        _require_role(by, {Role.ANALYST, Role.ADMIN}, "roll back a customer-feedback import")
+    batch = FeedbackImport.objects.select_for_update().get(pk=batch.pk)
+    if batch.rolled_back_at is not None:
+        raise ReviewsError(f"the import {batch} was already rolled back on {batch.rolled_back_at:%Y-%m-%d %H:%M}")
+    rows = list(batch.rows.all())
+    batch.rows.clear()
+    for row in rows:
+        _as(row, by).delete()
+    batch.rolled_back_at = timezone.now()
+    batch.rolled_back_by = by
+    batch.save(update_fields=["rolled_back_at", "rolled_back_by"])
+    return len(rows)
 
 
 def _rating_targets(*, cycle: Cycle) -> tuple[dict[str, Area], dict[str, Criterion]]:

@@ -25,6 +25,7 @@ from providers.models import Cycle
 from ratings.models import ScoreOverride
 from reviews import selectors, services
 from reviews.api import serializers as s
+from reviews.feedback_csv import FeedbackFileError, feedback_csv_decode
 from reviews.models import (
     AuditEvent,
     ConflictOfInterest,
@@ -195,9 +196,9 @@ class FeedbackImportViewSet(RoleViewSetMixin, mixins.ListModelMixin, mixins.Retr
         if upload.size > 20 * 1024 * 1024:
             raise ValidationError({"file": "larger than 20 MiB"})
         try:
-            text = upload.read().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ValidationError({"file": "not UTF-8 text"}) from exc
+            text = feedback_csv_decode(upload.read()).text
+        except FeedbackFileError as exc:
+            raise ValidationError({"file": str(exc)}) from exc
         report = services.feedback_import(
             cycle=data["cycle"], text=text, filename=upload.name or "upload.csv", by=request.user,
             dry_run=data["dry_run"],

@@ -20,7 +20,7 @@ from tests.reviews.world import World
 HEADER = "provider_slug,area_or_criterion,rating,source,respondent_org,comment,date\n"
 GOOD = HEADER + (
     "alpha,reliability,4,survey,Acme Labs,Fast support,2026-11-01\n"
-    'bravo,docs-replacement,2,interview,Globex,"Slow,\nvery slow",2026-11-03\n'
+    'bravo,customers-reliability,2,interview,Globex,"Slow,\nvery slow",2026-11-03\n'
     "alpha,reliability,5,survey,Initech,,\n"
 )
 BAD = HEADER + (
@@ -49,7 +49,7 @@ def test_the_parser_reports_every_bad_row_with_its_line_number():
 def test_line_numbers_count_physical_lines_of_quoted_multiline_fields():
     text = GOOD + "alpha,reliability,0,survey,X,,\n"  # the bad row follows a two-line field
     result = feedback_csv_parse(text, provider_slugs={"alpha", "bravo"},
-                                rating_keys={"reliability", "docs-replacement"}, pseudonym_key="k")
+                                rating_keys={"reliability", "customers-reliability"}, pseudonym_key="k")
     assert [e.line for e in result.errors] == [6]
 
 
@@ -126,7 +126,7 @@ def test_a_good_import_stores_only_hashes_of_organisations(base: World, settings
     assert "Acme" not in stored and "Globex" not in stored
     assert rows[1].comment == "Slow,\nvery slow"
     assert rows[0].area.key == "reliability" and rows[0].criterion is None
-    assert rows[1].criterion.key == "docs-replacement" and rows[1].area is None
+    assert rows[1].criterion.key == "customers-reliability" and rows[1].area is None
     assert set(FeedbackImport.objects.get().rows.all()) == set(rows)
 
 

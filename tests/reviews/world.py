@@ -68,6 +68,9 @@ def world_build(*, private_data: bool = True) -> World:
     area = AreaFactory(key="reliability")
     criterion = CriterionFactory(area=area, key="docs-replacement", title="Node replacement documented")
     criterion2 = CriterionFactory(area=area, key="docs-maintenance", title="Maintenance windows documented")
+    # The one criterion of the area that takes customer feedback: feedback rated for the area goes to it.
+    CriterionFactory(area=area, key="customers-reliability", title="Customers rate reliability",
+                     evidence_kinds=["customer_feedback"], anchor_best=5.0, anchor_worst=1.0)
     a = ProviderFactory(name="Alpha Cloud", slug="alpha")
     b = ProviderFactory(name="Bravo Cloud", slug="bravo")
     cycle = CycleFactory(rubric_version=area.rubric_version, slug="cycle-ab", providers=[a, b])

@@ -12,7 +12,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from providers.models import Cycle
-from reviews.feedback_csv import COLUMNS
+from reviews.feedback_csv import COLUMNS, FeedbackFileError, feedback_csv_decode
 from reviews.services import feedback_import
 
 
@@ -21,7 +21,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("cycle", help="Cycle slug.")
-        parser.add_argument("file", type=Path, help="UTF-8 CSV file.")
+        parser.add_argument("file", type=Path, help="CSV file: UTF-8, UTF-16 with a BOM or Latin-1; comma, semicolon or tab separated.")
         parser.add_argument("--dry-run", action="store_true", help="Validate and report; write nothing.")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -30,11 +30,14 @@ class Command(BaseCommand):
             raise CommandError(f"no cycle with slug {options['cycle']!r}")
         path: Path = options["file"]
         try:
-            text = path.read_text(encoding="utf-8")
+            decoded = feedback_csv_decode(path.read_bytes())
         except FileNotFoundError as exc:
             raise CommandError(f"{path}: no such file") from exc
-        except UnicodeDecodeError as exc:
-            raise CommandError(f"{path}: not UTF-8 text") from exc
+        except FeedbackFileError as exc:
+            raise CommandError(f"{path}: {exc}") from exc
+        text = decoded.text
+        if decoded.encoding != "UTF-8":
+            self.stdout.write(f"{path.name}: read as {decoded.encoding}")
         report = feedback_import(cycle=cycle, text=text, filename=path.name, by=None, dry_run=options["dry_run"])
         for error in report.parsed.errors:
             self.stderr.write(f"{path.name}: {error}")
