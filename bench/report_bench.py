@@ -8,9 +8,13 @@ WhiteNoise serving static files, PostgreSQL), it measures requests/s and p99 lat
   stack itself can do with no view code;
 * the published report's JSON (/api/public/reports/<id>/): one indexed lookup of the
   report's hash and status, then cached bytes (the per-content-hash render cache);
-* the HTML overview (/reports/<id>/): same path, cached rendered HTML.
+* the HTML overview (/reports/<id>/): same path, cached rendered HTML;
+* the authenticated API lists (/api/v1/<list>/, as a token client; ``--no-api-lists`` skips
+  them): what a signed-in client gets, with roles, filters and pagination, over the small
+  seeded data set (their query count does not grow with the page: tests/api/test_query_counts.py).
 
-and prints each as a ratio of the static ceiling. Aims from the issue: >= 1000 req/s JSON
+and prints each as a ratio of the static ceiling. The API throttles are lifted for the run
+(one client address would be throttled within a second). Aims from the issue: >= 1000 req/s JSON
 and >= 200 req/s HTML. The report is synthetic (a 12-provider, 24-criterion document),
 seeded into its own database (default opgrade_reports_bench, recreated each run). wrk and
 gunicorn share the machine's cores, so figures are a floor for a separate load generator.
@@ -52,7 +56,18 @@ def _env(db_url: str, var_dir: str) -> dict[str, str]:
         "SECRET_KEY": "bench-only-" + "x" * 50, "OPGRADE_ENCRYPTION_KEYS": Fernet.generate_key().decode(),
         "OPGRADE_PSEUDONYM_KEY": "bench-only", "SECURE_SSL_REDIRECT": "0", "ALLOWED_HOSTS": "127.0.0.1",
         "OPGRADE_LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "config.settings",
+        # wrk is one client address: lift the throttles, or every list would measure its 429s.
+        "OPGRADE_THROTTLE_ANON": "100000000/min", "OPGRADE_THROTTLE_USER": "100000000/min",
+        "OPGRADE_THROTTLE_TOKEN": "100000000/min",
     }
+
+
+# The authenticated API lists (the same set tests/api/test_bad_input.py pages through).
+API_LISTS = (
+    "rubric-versions", "criteria", "providers", "clusters", "cycles", "score-snapshots", "tier-assignments",
+    "reports", "conflicts", "assignments", "reconciliations", "overrides", "feedback-imports", "interview-notes",
+    "replies", "audit-events", "probe-runs", "findings", "tenant-accounts",
+)
 
 
 SEED = r'''
@@ -89,24 +104,27 @@ user = User.objects.create_superuser("bench", password=None)
 report = services.report_draft_create(cycle=cycle, snapshot_document=doc)
 services.report_fact_check_open(report=report)
 services.report_publish(report=report, user=user)
-print(report.pk)
+from rest_framework.authtoken.models import Token
+print(report.pk, Token.objects.create(user=user).key)
 '''
 
 
-def _prepare(db_url: str, db_name: str, env: dict[str, str]) -> int:
+def _prepare(db_url: str, db_name: str, env: dict[str, str]) -> tuple[int, str]:
     subprocess.run(["dropdb", "--if-exists", "-h", "127.0.0.1", "-U", "postgres", db_name], check=True)
     subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", db_name], check=True)
     subprocess.run([PY, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
     subprocess.run([PY, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
     out = subprocess.run([PY, "-c", SEED], cwd=ROOT, env=env, check=True, capture_output=True, text=True)
-    return int(out.stdout.strip().splitlines()[-1])
+    pk, token = out.stdout.strip().splitlines()[-1].split()
+    return int(pk), token
 
 
-def _wait(url: str, timeout: float = 60.0) -> None:
+def _wait(url: str, timeout: float = 60.0, headers: dict[str, str] | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 (loopback only)
+            request = urllib.request.Request(url, headers=headers or {})  # noqa: S310 (loopback only)
+            with urllib.request.urlopen(request, timeout=2) as response:  # noqa: S310 (loopback only)
                 if response.status == 200:
                     return
         except OSError:
@@ -119,8 +137,11 @@ def _seconds(value: str) -> float:
     return float(number) * {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}[unit]
 
 
-def _wrk(url: str, *, duration: int, connections: int, threads: int, gzip: bool) -> dict[str, float]:
+def _wrk(url: str, *, duration: int, connections: int, threads: int, gzip: bool,
+         extra_headers: dict[str, str] | None = None) -> dict[str, float]:
     headers = ["-H", "Accept-Encoding: gzip"] if gzip else []
+    for name, value in (extra_headers or {}).items():
+        headers += ["-H", f"{name}: {value}"]
     out = subprocess.run(
         ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency", *headers, url],
         capture_output=True, text=True, check=True, timeout=duration + 60,
@@ -143,6 +164,7 @@ def main() -> int:
     parser.add_argument("--worker-class", default="gthread", help="gunicorn worker class (gthread keeps connections alive)")
     parser.add_argument("--worker-threads", type=int, default=4)
     parser.add_argument("--database", default="opgrade_reports_bench")
+    parser.add_argument("--no-api-lists", action="store_true", help="skip the authenticated API lists")
     parser.add_argument("--identity", action="store_true",
                         help="send no Accept-Encoding (uncompressed bodies); default asks for gzip like browsers")
     args = parser.parse_args()
@@ -153,7 +175,8 @@ def main() -> int:
     db_url = f"postgres://postgres@127.0.0.1:5432/{args.database}"
     with tempfile.TemporaryDirectory(prefix="opgrade-report-bench-") as var_dir:
         env = _env(db_url, var_dir)
-        pk = _prepare(db_url, args.database, env)
+        pk, token = _prepare(db_url, args.database, env)
+        auth = {"Authorization": f"Token {token}"}
         port = _free_port()
         base = f"http://127.0.0.1:{port}"
         server = subprocess.Popen(
@@ -168,8 +191,11 @@ def main() -> int:
                 "report JSON (public API)": f"{base}/api/public/reports/{pk}/",
                 "HTML overview": f"{base}/reports/{pk}/",
             }
+            api = {} if args.no_api_lists else {f"API list {name}": f"{base}/api/v1/{name}/" for name in API_LISTS}
             for url in targets.values():
                 _wait(url)  # also warms every worker's render cache a little
+            for url in api.values():
+                _wait(url, headers=auth)
             print(f"gunicorn {args.workers} {args.worker_class} workers x {args.worker_threads} threads, wrk {args.threads} threads x {args.connections} connections, "
                   f"{args.duration} s each, cores={os.cpu_count()}, report #{pk}, "
                   f"Accept-Encoding: {'identity' if args.identity else 'gzip'}")
@@ -178,6 +204,11 @@ def main() -> int:
                            gzip=not args.identity)
                 for name, url in targets.items()
             }
+            results.update({
+                name: _wrk(url, duration=args.duration, connections=args.connections, threads=args.threads,
+                           gzip=not args.identity, extra_headers=auth)
+                for name, url in api.items()
+            })
         finally:
             os.killpg(server.pid, signal.SIGTERM)
             try:
@@ -189,11 +220,11 @@ def main() -> int:
 
     ceiling = results["static file (ceiling)"]["rps"]
     aims = {"report JSON (public API)": 1000, "HTML overview": 200}
-    print(f"{'endpoint':28} {'req/s':>9} {'p99 ms':>8} {'vs static':>10} {'aim':>12}")
+    print(f"{'endpoint':32} {'req/s':>9} {'p99 ms':>8} {'vs static':>10} {'aim':>12}")
     for name, r in results.items():
         aim = aims.get(name)
         verdict = "" if aim is None else (f">= {aim} " + ("met" if r["rps"] >= aim else "MISSED"))
-        print(f"{name:28} {r['rps']:9.0f} {r['p99_ms']:8.1f} {r['rps'] / ceiling:9.2f}x {verdict:>12}")
+        print(f"{name:32} {r['rps']:9.0f} {r['p99_ms']:8.1f} {r['rps'] / ceiling:9.2f}x {verdict:>12}")
     return 0
 
 

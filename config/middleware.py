@@ -1,7 +1,9 @@
-"""Permissions-Policy on every response: no Opgrade page uses a camera, sensor or payment API.
+"""Two small middlewares Django has no setting for.
 
-Django sets Content-Security-Policy itself (``SECURE_CSP``); it has no setting for this
-header, hence this small middleware. The value is ``OPGRADE_PERMISSIONS_POLICY``.
+* ``PermissionsPolicyMiddleware``: Permissions-Policy on every response (no Opgrade page uses
+  a camera, sensor or payment API); Django sets Content-Security-Policy itself (``SECURE_CSP``).
+  The value is ``OPGRADE_PERMISSIONS_POLICY``.
+* ``ApiJsonErrorsMiddleware``: error pages under /api/ are JSON, DEBUG or not.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
 
 class PermissionsPolicyMiddleware:
@@ -21,4 +23,32 @@ class PermissionsPolicyMiddleware:
         policy = getattr(settings, "OPGRADE_PERMISSIONS_POLICY", "")
         if policy and "Permissions-Policy" not in response:
             response["Permissions-Policy"] = policy
+        return response
+
+
+class ApiJsonErrorsMiddleware:
+    """Under /api/, an error page is JSON: ``{"detail": ...}`` with the same status.
+
+    DRF views already answer JSON (config/api_errors.py), but some refusals happen before a
+    view runs (an unknown URL, a bad Host header, too many form fields) and Django answers
+    those with an HTML page, a debug page when DEBUG is on. API clients get JSON instead;
+    the error itself is still logged as usual. Outermost, so it sees every such page.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code >= 400
+            and request.path_info.startswith("/api/")
+            and response.get("Content-Type", "").startswith("text/html")
+        ):
+            detail = response.reason_phrase or "Error"
+            json_response = JsonResponse({"detail": f"{detail}."}, status=response.status_code)
+            for header in ("Retry-After", "Allow", "WWW-Authenticate"):
+                if header in response:
+                    json_response[header] = response[header]
+            return json_response
         return response

@@ -85,6 +85,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.middleware.ApiJsonErrorsMiddleware",  # outermost: API error pages are JSON, even under DEBUG
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "config.middleware.PermissionsPolicyMiddleware",

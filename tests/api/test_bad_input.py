@@ -140,3 +140,23 @@ def test_an_unknown_api_url_answers_json_not_html(world: Any) -> None:
     assert response.status_code == 404
     assert response["Content-Type"].startswith("application/json")
     assert json.loads(response.content) == {"detail": "Not found."}
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_refusals_before_any_view_answer_json_under_debug_too(world: Any, settings: Any, debug: bool) -> None:
+    settings.DEBUG = debug
+    client = _client(world.users["admin"])
+    unknown = client.get("/api/v1/no-such-thing/")
+    bad_host = client.get("/api/v1/providers/", HTTP_HOST="evil.example")
+    too_many = _client(world.users["provider"]).post(
+        "/api/v1/replies/", "&".join(f"f{i}=x" for i in range(2000)), content_type="application/x-www-form-urlencoded"
+    )
+    for response, code in ((unknown, 404), (bad_host, 400), (too_many, 400)):
+        assert response.status_code == code
+        assert response["Content-Type"].startswith("application/json"), response.content[:200]
+        assert "detail" in json.loads(response.content)
+
+
+def test_pages_outside_the_api_keep_their_html_error_pages(settings: Any) -> None:
+    response = APIClient().get("/reports/999999/")
+    assert response.status_code == 404 and response["Content-Type"].startswith("text/html")
