@@ -46,7 +46,8 @@ from rubric.services import rubric_version_import
 
 Say = Callable[[str], None]
 
-RUBRIC_FILE = Path(__file__).resolve().parents[1] / "rubric" / "data" / "opgrade-2026.1.yaml"
+# 2026.2: ClusterMAX gate caps, the feedback prior and the minimum boundary gap of issue 14
+RUBRIC_FILE = Path(__file__).resolve().parents[1] / "rubric" / "data" / "opgrade-2026.2.yaml"
 
 # Testbed-scale waits, shortened further for the demo: a leaky or flaky testbed that never
 # remediates fails these at the timeout, which is the measurement, so waiting longer adds nothing.

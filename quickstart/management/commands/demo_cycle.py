@@ -69,7 +69,7 @@ class Command(BaseCommand):
 
     def _run(self, opts: dict[str, Any]) -> None:
         today = timezone.now().date()
-        with self.step(1, "Rubric: import and freeze rubric/data/opgrade-2026.1.yaml") as say:
+        with self.step(1, "Rubric: import and freeze rubric/data/opgrade-2026.2.yaml") as say:
             rubric, message = services.demo_rubric_load()
             say(f"  {message}")
 
