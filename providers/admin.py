@@ -1,8 +1,12 @@
 """Admin for analysts: providers (with their clusters inline), clusters and cycles."""
 
+from typing import Any
+
+from django import forms
 from django.contrib import admin
 
 from providers.models import Cluster, Cycle, Provider
+from rubric.models import RubricVersion
 
 
 class ClusterInline(admin.TabularInline):
@@ -29,8 +33,31 @@ class ClusterAdmin(admin.ModelAdmin):
     autocomplete_fields = ["provider"]
 
 
+class CycleForm(forms.ModelForm):
+    """Cycles only on frozen rubric versions, and errors in words (never a constraint's name)."""
+
+    class Meta:
+        model = Cycle
+        fields = ["name", "slug", "rubric_version", "period_start", "period_end", "providers", "status"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields.get("rubric_version")
+        if field is not None:
+            field.queryset = RubricVersion.objects.filter(status=RubricVersion.Status.FROZEN)
+            field.help_text = "Only frozen versions: a cycle's evidence is scored under rules that cannot change."
+
+    def clean_period_end(self) -> Any:
+        # A field error here also keeps Django from adding 'Constraint "cycle_period_ordered" is violated.'
+        start, end = self.cleaned_data.get("period_start"), self.cleaned_data.get("period_end")
+        if start and end and end < start:
+            raise forms.ValidationError(f"The period cannot end ({end:%Y-%m-%d}) before it starts ({start:%Y-%m-%d}).")
+        return end
+
+
 @admin.register(Cycle)
 class CycleAdmin(admin.ModelAdmin):
+    form = CycleForm
     list_display = ["name", "slug", "rubric_version", "period_start", "period_end", "status"]
     list_filter = ["status", "rubric_version"]
     search_fields = ["name", "slug"]

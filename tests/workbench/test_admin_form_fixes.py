@@ -122,3 +122,34 @@ def test_the_workbench_links_to_evidence_open_filtered_lists_not_an_error_page()
     for url in urls:
         response = client.get(url)
         assert response.status_code == 200 and "?e=1" not in response.get("Location", ""), url
+
+
+def _cycle_post(rubric_version, **overrides) -> dict:
+    return {"name": "Q4", "slug": "q4", "rubric_version": rubric_version.pk, "period_start": "2026-10-01",
+            "period_end": "2026-12-31", "status": "planned", **overrides}
+
+
+def test_a_cycle_period_ending_before_it_starts_is_refused_in_words_not_by_constraint_name():
+    from rubric.services import rubric_version_freeze
+
+    version = rubric_version_freeze(rubric_version=CriterionFactory().rubric_version)
+    body = _client(user("ana", Role.ANALYST)).post(
+        "/admin/providers/cycle/add/", _cycle_post(version, period_end="2026-09-01")
+    ).content.decode()
+    assert "The period cannot end (2026-09-01) before it starts (2026-10-01)." in body
+    assert "cycle_period_ordered" not in body
+
+
+def test_a_cycle_can_only_be_set_on_a_frozen_rubric_version():
+    from providers.models import Cycle
+    from rubric.services import rubric_version_freeze
+
+    draft = AreaFactory().rubric_version
+    frozen = rubric_version_freeze(rubric_version=CriterionFactory().rubric_version)
+    client = _client(user("ana", Role.ANALYST))
+    page = client.get("/admin/providers/cycle/add/").content.decode()
+    assert f'value="{frozen.pk}"' in page and f'value="{draft.pk}"' not in page
+    refused = client.post("/admin/providers/cycle/add/", _cycle_post(draft))
+    assert refused.status_code == 200 and not Cycle.objects.filter(slug="q4").exists()
+    assert client.post("/admin/providers/cycle/add/", _cycle_post(frozen)).status_code == 302
+    assert Cycle.objects.get(slug="q4").rubric_version == frozen
