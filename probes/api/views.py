@@ -1,6 +1,6 @@
 """Probes API v1: start runs, read runs and findings, register tenant accounts.
 
-Reads need a signed-in user who is not a provider user (the project default); writes need the
+Each view declares its roles: staff read; analysts and admins write, and writes need the
 probes model permissions too (starting runs: ``probes.add_proberun``). Each write parses input and calls one service. Secrets go in and never come out.
 """
 
@@ -15,7 +15,7 @@ from rest_framework.permissions import DjangoModelPermissions
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.access import NotProviderUser
+from config.access import STAFF_ROLES, Role, RolePermission, RoleViewSetMixin
 from probes import services
 from probes.api.serializers import (
     FindingSerializer,
@@ -26,14 +26,17 @@ from probes.api.serializers import (
 from probes.models import Finding, ProbeRun, TenantAccount
 from providers.models import Cluster
 
+ROLES = {"read": set(STAFF_ROLES), "write": {Role.ANALYST, Role.ADMIN}}
 
-class ProbeRunViewSet(viewsets.ReadOnlyModelViewSet):
+
+class ProbeRunViewSet(RoleViewSetMixin, viewsets.ReadOnlyModelViewSet):
+    roles = ROLES
     queryset = ProbeRun.objects.select_related("cluster").order_by("-created_at")
     serializer_class = ProbeRunSerializer
     filterset_fields = ["cluster", "status", "probe_id", "flagged"]
 
     @extend_schema(request=ProbeRunStartSerializer, responses=ProbeRunSerializer(many=True))
-    @action(detail=False, methods=["post"], permission_classes=[NotProviderUser, DjangoModelPermissions])
+    @action(detail=False, methods=["post"], permission_classes=[RolePermission, DjangoModelPermissions])
     def start(self, request: Request, **kwargs: object) -> Response:
         data = ProbeRunStartSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -42,17 +45,19 @@ class ProbeRunViewSet(viewsets.ReadOnlyModelViewSet):
         return Response(ProbeRunSerializer(runs, many=True).data, status=status.HTTP_201_CREATED)
 
 
-class FindingViewSet(viewsets.ReadOnlyModelViewSet):
+class FindingViewSet(RoleViewSetMixin, viewsets.ReadOnlyModelViewSet):
+    roles = ROLES
     queryset = Finding.objects.order_by("-created_at")
     serializer_class = FindingSerializer
     filterset_fields = ["run", "probe_id", "outcome", "target", "critical"]
 
 
-class TenantAccountViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class TenantAccountViewSet(RoleViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    roles = ROLES
     queryset = TenantAccount.objects.select_related("cluster").order_by("cluster", "label")
     serializer_class = TenantAccountSerializer
     filterset_fields = ["cluster"]
-    permission_classes = [NotProviderUser, DjangoModelPermissions]
+    permission_classes = [RolePermission, DjangoModelPermissions]
 
     def perform_create(self, serializer: TenantAccountSerializer) -> None:
         data = serializer.validated_data
