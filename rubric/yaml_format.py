@@ -710,11 +710,15 @@ class RubricDiff:
     criteria_added: tuple[str, ...]
     criteria_removed: tuple[str, ...]
     criteria_changed: tuple[ItemChange, ...]
+    # Order matters: reports list areas and criteria by position. One entry for the areas
+    # ("areas") and one per area whose criteria moved ("criteria of <area>"), each holding
+    # the common keys' order before and after.
+    order_changed: tuple[FieldChange, ...] = ()
 
     @property
     def is_empty(self) -> bool:
         return not any((self.metadata, self.scoring, self.areas_added, self.areas_removed, self.areas_changed,
-                        self.criteria_added, self.criteria_removed, self.criteria_changed))
+                        self.criteria_added, self.criteria_removed, self.criteria_changed, self.order_changed))
 
     def as_text(self) -> str:
         lines = [f"--- {self.label_a}", f"+++ {self.label_b}"]
@@ -730,6 +734,7 @@ class RubricDiff:
             lines += [f"- {kind} {k}" for k in removed]
             for item in changed:
                 lines += [f"~ {kind} {item.key}.{c.field}: {c.old!r} -> {c.new!r}" for c in item.changes]
+        lines += [f"~ order of {c.field}: {', '.join(c.old)} -> {', '.join(c.new)}" for c in self.order_changed]
         return "\n".join(lines) + "\n"
 
 
@@ -752,6 +757,25 @@ def _diff_items(a: tuple, b: tuple) -> tuple[tuple[str, ...], tuple[str, ...], t
     return added, removed, changed
 
 
+def _order_changes(a: RubricSpec, b: RubricSpec) -> tuple[FieldChange, ...]:
+    """Where the keys both versions share come in another order (areas; criteria within an area)."""
+
+    def common(old: list[str], new: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        shared = set(old) & set(new)
+        return tuple(k for k in old if k in shared), tuple(k for k in new if k in shared)
+
+    out = []
+    before, after = common([x.key for x in a.areas], [x.key for x in b.areas])
+    if before != after:
+        out.append(FieldChange("areas", before, after))
+    for area in after:
+        before, after_c = common([c.key for c in a.criteria if c.area == area],
+                                 [c.key for c in b.criteria if c.area == area])
+        if before != after_c:
+            out.append(FieldChange(f"criteria of {area}", before, after_c))
+    return tuple(out)
+
+
 def diff_specs(a: RubricSpec, b: RubricSpec) -> RubricDiff:
     """What changed from version ``a`` to version ``b`` (areas and criteria matched by key)."""
     meta = tuple(
@@ -766,4 +790,5 @@ def diff_specs(a: RubricSpec, b: RubricSpec) -> RubricDiff:
         scoring=_field_changes(a.scoring, b.scoring),
         areas_added=areas[0], areas_removed=areas[1], areas_changed=areas[2],
         criteria_added=criteria[0], criteria_removed=criteria[1], criteria_changed=criteria[2],
+        order_changed=_order_changes(a, b),
     )
