@@ -6,7 +6,7 @@ from typing import Any
 
 from django import template
 
-from reports.context import TIER_LABELS
+from reports.context import TIER_LABELS, TIERS
 from reports.rendering import ARROWS, MOVEMENT_WORDS
 
 register = template.Library()
@@ -51,3 +51,16 @@ def tier_label(key: Any) -> str:
 @register.filter
 def get(mapping: Any, key: Any) -> Any:
     return mapping.get(key) if hasattr(mapping, "get") else None
+
+
+@register.filter
+def binding_caps(provider: Any) -> list[dict[str, Any]]:
+    """The failed gates whose cap can hold this provider: a cap at or below its tier. A provider
+    already below a gate's cap (or not rated) is not held by it, so it gets no "gate cap" label;
+    the failed gate still shows in its criteria."""
+    order = [key for key, _label in TIERS]
+    tier = provider.get("tier")
+    if tier not in order:
+        return []
+    return [cap for cap in provider.get("gate_caps") or ()
+            if cap.get("cap_tier") in order and order.index(tier) <= order.index(cap["cap_tier"])]
