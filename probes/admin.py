@@ -18,6 +18,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
 
 from config.admin_readonly import ReadOnlyAdminMixin
 from probes import services
@@ -48,9 +49,26 @@ class ClusterAccessForm(forms.ModelForm):
     class Meta:
         model = ClusterAccess
         fields = [
-            "cluster", "login_host", "login_port", "compute_nodes", "discover_nodes", "api_base_url",
-            "disruptive_opt_in", "max_concurrency", "settings",
+            "cluster", "login_host", "login_port", "inventory_source", "node_access", "compute_nodes",
+            "api_base_url", "disruptive_opt_in", "max_concurrency", "settings",
         ]  # fmt: skip
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # left out of a form (an older client, a script): the model's defaults, not a refusal
+        for name in ("inventory_source", "node_access"):
+            if name in self.fields:
+                self.fields[name].required = False
+
+    def clean_inventory_source(self) -> str:
+        return self.cleaned_data.get("inventory_source") or (
+            self.instance.inventory_source if self.instance.pk else ClusterAccess.InventorySource.SCHEDULER
+        )
+
+    def clean_node_access(self) -> str:
+        return self.cleaned_data.get("node_access") or (
+            self.instance.node_access if self.instance.pk else ClusterAccess.NodeAccess.SCHEDULER
+        )
 
     def clean_login_host(self) -> str:
         host = self.cleaned_data["login_host"].strip()
@@ -87,14 +105,59 @@ class ClusterAccessAdmin(admin.ModelAdmin):
     form = ClusterAccessForm
     list_display = ["cluster", "login_host", "login_port", "node_count", "api_token_stored", "disruptive_opt_in",
                     "max_concurrency"]  # fmt: skip
-    list_filter = ["disruptive_opt_in", "discover_nodes"]
+    list_filter = ["disruptive_opt_in", "inventory_source", "node_access"]
+    readonly_fields = ["inventory_last_seen", "nodes_departed", "nodes_joined"]
     search_fields = ["cluster__name", "cluster__provider__name", "login_host"]
     list_select_related = ["cluster__provider"]
     actions = ["action_fetch_host_keys"]
 
     @admin.display(description="compute nodes")
     def node_count(self, obj: ClusterAccess) -> int:
+        seen = (obj.inventory or {}).get("nodes")
+        if seen is not None and obj.inventory_source != ClusterAccess.InventorySource.LISTED:
+            return len(seen)
         return len([line for line in obj.compute_nodes.splitlines() if line.strip()])
+
+    # The inventory the runner read last (issue 18): read-only, written only by probe runs.
+
+    @admin.display(description="inventory as last seen")
+    def inventory_last_seen(self, obj: ClusterAccess) -> str:
+        inv = obj.inventory or {}
+        if "nodes" not in inv:
+            return "not read yet (the next probe run reads it)"
+        rows = format_html_join(
+            "", "<li>{} {} {}{}</li>",
+            ((n.get("name"), n.get("address"), n.get("state"),
+              "" if n.get("usable", True) else " (not usable now: no target)") for n in inv["nodes"]),
+        )  # fmt: skip
+        return format_html("from {} at {}<ul>{}</ul>", inv.get("source", "?"), inv.get("seen_at", "?"), rows)
+
+    @admin.display(description="departed nodes")
+    def nodes_departed(self, obj: ClusterAccess) -> str:
+        gone = (obj.inventory or {}).get("departed") or []
+        if not gone:
+            return "none"
+        return format_html(
+            "<ul>{}</ul>",
+            format_html_join(
+                "", "<li>{} ({}) departed by {}; last seen {} ({}); the scheduler said: {}</li>",
+                ((d.get("name"), d.get("address"), d.get("at"), d.get("last_seen"), d.get("last_state"),
+                  d.get("scheduler_said")) for d in gone),
+            ),
+        )  # fmt: skip
+
+    @admin.display(description="joined nodes")
+    def nodes_joined(self, obj: ClusterAccess) -> str:
+        came = (obj.inventory or {}).get("joined") or []
+        if not came:
+            return "none"
+        return format_html(
+            "<ul>{}</ul>",
+            format_html_join(
+                "", "<li>{} ({}) joined by {} ({})</li>",
+                ((j.get("name"), j.get("address"), j.get("at"), j.get("state")) for j in came),
+            ),
+        )  # fmt: skip
 
     @admin.display(description="API token stored", boolean=True)
     def api_token_stored(self, obj: ClusterAccess) -> bool:

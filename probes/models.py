@@ -136,12 +136,33 @@ class ClusterAccess(models.Model):
     cluster = models.OneToOneField("providers.Cluster", on_delete=models.CASCADE, related_name="access")
     login_host = models.CharField(max_length=253, help_text="Login/head node host name or address.")
     login_port = models.PositiveIntegerField(default=22)
+    class InventorySource(models.TextChoices):
+        SCHEDULER = "scheduler", "The scheduler (Slurm sinfo on the login node), read at every run"
+        PROVIDER_API = "provider_api", "The provider API (GET /v1/nodes), read at every run"
+        LISTED = "listed", "The compute nodes listed below, as typed"
+
+    class NodeAccess(models.TextChoices):
+        SCHEDULER = "scheduler", "As a tenant's job: srun --nodelist from the login node"
+        SSH = "ssh", "Direct SSH through the login node (pinned host keys)"
+
     compute_nodes = models.TextField(
-        blank=True, help_text="One compute node a line, host or host:port, reached through the login node."
+        blank=True,
+        help_text="One compute node a line, host or host:port, reached through the login node. With an "
+        "inventory read at run time this is only a hint (the SSH port of a node named here).",
     )
-    discover_nodes = models.BooleanField(
-        default=False,
-        help_text="Also list compute nodes through the scheduler (Slurm sinfo) on the login node.",
+    inventory_source = models.CharField(
+        max_length=16, choices=InventorySource.choices, default=InventorySource.SCHEDULER,
+        help_text="Where each run reads the cluster's current compute nodes from.",
+    )
+    node_access = models.CharField(
+        max_length=16, choices=NodeAccess.choices, default=NodeAccess.SCHEDULER,
+        help_text="How node-scope commands reach a compute node. Direct SSH trusts a node only through "
+        "a pinned host key; a node without one is reported unverified.",
+    )
+    inventory = models.JSONField(
+        default=dict, blank=True, editable=False,
+        help_text="The inventory as last seen (nodes, when, from where) and the recent departed and joined "
+        "nodes; written by the runner (probes.services.cluster_inventory_record).",
     )
     api_base_url = models.URLField(blank=True, help_text="Provider API base URL, if any.")
     api_token_encrypted = models.TextField(blank=True, editable=False)

@@ -24,6 +24,7 @@ The run lifecycle (see ``ProbeRun``):
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 import os
@@ -58,13 +59,26 @@ from probes.catalog.base import (
 )
 from probes.fanout import Outcome as Outcome_
 from probes.fanout import fan_out
+from probes.inventory import (
+    SINFO_INVENTORY,
+    InventoryNode,
+    departed_names,
+    inventory_diff,
+    inventory_endpoints,
+    last_seen_nodes,
+    node_departed_mid_run,
+    parse_provider_nodes,
+    parse_sinfo_inventory,
+    scontrol_node,
+)
 from probes.models import ClusterAccess, Finding, HostKeyPin, ProbeRun, ProbeSchedule, TenantAccount
+from probes.parsers import ParseError
 from probes.politeness import ProviderSlots
 from probes.transport import (
-    Command,
     Credentials,
     Endpoint,
     HostKey,
+    NodeDeparted,
     SshPool,
     TransportError,
     check_private_key,
@@ -136,8 +150,22 @@ def compute_node_parse(line: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _listed_nodes(access: ClusterAccess) -> list[tuple[str, int]]:
+    return [compute_node_parse(line) for line in access.compute_nodes.splitlines() if line.strip()]
+
+
+def _reads_inventory(access: ClusterAccess | None, cluster: Cluster) -> bool:
+    """Whether runs read the nodes at run time (scheduler on a Slurm cluster, or the provider API)."""
+    if access is None or access.inventory_source == ClusterAccess.InventorySource.LISTED:
+        return False
+    if access.inventory_source == ClusterAccess.InventorySource.PROVIDER_API:
+        return bool(access.api_base_url and access.api_token_encrypted)
+    return cluster.orchestrator == Cluster.Orchestrator.SLURM
+
+
 def cluster_endpoints(*, cluster: Cluster) -> tuple[Endpoint | None, list[Endpoint]]:
-    """The login endpoint and the listed compute nodes (behind it), each with its pins."""
+    """The login endpoint and the compute nodes behind it: the listed ones, each with its pins, or,
+    where runs read the inventory, the nodes as last seen (a run replaces them with today's)."""
     access = ClusterAccess.objects.filter(cluster=cluster).first()
     if access is None:
         return None, []
@@ -147,11 +175,15 @@ def cluster_endpoints(*, cluster: Cluster) -> tuple[Endpoint | None, list[Endpoi
         port=access.login_port,
         host_keys=pins.get((access.login_host, access.login_port), ()),
     )
+    if _reads_inventory(access, cluster):
+        nodes = inventory_endpoints(
+            last_seen_nodes(access.inventory), login=login, pins=pins, hints=dict(_listed_nodes(access)),
+            through_scheduler=access.node_access == ClusterAccess.NodeAccess.SCHEDULER,
+        )  # fmt: skip
+        return login, list(nodes)
     nodes = []
-    for line in access.compute_nodes.splitlines():
-        if line.strip():
-            host, port = compute_node_parse(line)
-            nodes.append(Endpoint(host=host, port=port, host_keys=pins.get((host, port), ()), jump=login))
+    for host, port in _listed_nodes(access):
+        nodes.append(Endpoint(host=host, port=port, host_keys=pins.get((host, port), ()), jump=login))
     return login, nodes
 
 
@@ -208,22 +240,117 @@ def probe_context_build(*, cluster: Cluster, pool_factory: PoolFactory = SshPool
     )
 
 
-SINFO_NODES = Command("sinfo -N -h -o {fmt}", fmt="%n")
+# ------------------------------------------------------------------------------------------------
+# The inventory at run time
+# ------------------------------------------------------------------------------------------------
 
 
-def nodes_discover(*, ctx: ProbeContext) -> None:
-    """Add the scheduler's nodes (Slurm NodeHostname) to ``ctx.nodes``, behind the login node."""
-    if ctx.login is None or Requirement.SLURM not in ctx.capabilities:
-        return
-    result = ctx.ssh(ctx.login).run(SINFO_NODES, timeout_s=30)
+def cluster_inventory_read(*, ctx: ProbeContext, access: ClusterAccess) -> tuple[InventoryNode, ...]:
+    """The cluster's compute nodes now: Slurm's ``sinfo`` as the tenant on the pinned login node,
+    or the provider API's ``GET /v1/nodes``. Raises TransportError (the login node) or
+    ProbeRunError (an unreadable answer)."""
+    if access.inventory_source == ClusterAccess.InventorySource.PROVIDER_API:
+        from probes.catalog._support import http  # the catalog's one bounded HTTP client
+
+        if ctx.api is None:
+            raise ProbeRunError("inventory from the provider API: no API URL and token stored")
+        answer = http("GET", ctx.api.base_url.rstrip("/") + "/v1/nodes", bearer=ctx.api.token, timeout_s=15)
+        if not answer.ok:
+            raise ProbeRunError(f"inventory: the provider API answered {answer.status} {answer.error}"[:300])
+        try:
+            return parse_provider_nodes(json.loads(answer.body or "{}"))
+        except (ValueError, ParseError) as exc:
+            raise ProbeRunError(f"inventory: unreadable provider API answer: {exc}") from exc
+    if ctx.login is None:
+        raise ProbeRunError("inventory: the cluster has no login node")
+    result = ctx.ssh(ctx.login).run(SINFO_INVENTORY, timeout_s=30)
     if not result.ok:
-        raise ProbeRunError(f"node discovery failed: sinfo exited {result.exit_code}")
-    known = {(n.host, n.port) for n in ctx.nodes}
-    extra = []
-    for name in dict.fromkeys(line.strip() for line in result.stdout.splitlines() if line.strip()):
-        if (name, 22) not in known:
-            extra.append(Endpoint(host=name, port=22, jump=ctx.login))
-    ctx.nodes = ctx.nodes + tuple(extra)
+        raise ProbeRunError(f"inventory: sinfo exited {result.exit_code}: {result.stderr.strip()[:200]}")
+    try:
+        return parse_sinfo_inventory(result.stdout)
+    except ParseError as exc:
+        raise ProbeRunError(f"inventory: unreadable sinfo output: {exc}") from exc
+
+
+@transaction.atomic
+def cluster_inventory_record(
+    *, cluster: Cluster, nodes: Sequence[InventoryNode], source: str, said: dict[str, str] | None = None,
+    at: datetime | None = None,
+) -> dict[str, Any]:
+    """Store the inventory as seen now, with the nodes that departed and joined since the last read.
+
+    Row-locked, so that the runs of one slot (several probes reading at once) record each change
+    once: the second reader compares with what the first stored.
+    """
+    access = ClusterAccess.objects.select_for_update().get(cluster=cluster)
+    stamp = (at or timezone.now()).astimezone(UTC).isoformat(timespec="seconds")
+    state = inventory_diff(access.inventory or {}, nodes, source=source, at=stamp, said=said)
+    for change in ("departed", "joined"):
+        for entry in [c for c in state[change] if c.get("at") == stamp]:
+            logger.info("cluster %s: node %s %s (%s)", cluster.pk, entry["name"], change, entry)
+    access.inventory = state
+    access.save(update_fields=["inventory"])
+    return state
+
+
+@transaction.atomic
+def cluster_inventory_node_departed(*, cluster: Cluster, name: str, said: str) -> None:
+    """A node the scheduler stopped knowing between the inventory read and its probe: departed."""
+    access = ClusterAccess.objects.select_for_update().get(cluster=cluster)
+    if not any(n.get("name") == name for n in (access.inventory or {}).get("nodes") or []):
+        return  # another run recorded it already
+    stamp = timezone.now().astimezone(UTC).isoformat(timespec="seconds")
+    access.inventory = node_departed_mid_run(access.inventory or {}, name=name, at=stamp, said=said)
+    access.save(update_fields=["inventory"])
+
+
+def cluster_inventory_refresh(*, ctx: ProbeContext, cluster: Cluster) -> bool:
+    """Read the cluster's current nodes, record what changed, and make them ``ctx.nodes``.
+
+    Returns False (and leaves ``ctx.nodes`` alone) where the cluster keeps a typed list. A
+    departed node is asked about once (``scontrol show node``) so the record says what the
+    scheduler said, and is no target; a joined node is simply a target.
+    """
+    access = ClusterAccess.objects.filter(cluster=cluster).first()
+    if not _reads_inventory(access, cluster) or ctx.login is None:
+        return False
+    assert access is not None
+    nodes = cluster_inventory_read(ctx=ctx, access=access)
+    said: dict[str, str] = {}
+    if access.inventory_source == ClusterAccess.InventorySource.SCHEDULER:
+        for name in departed_names(access.inventory or {}, nodes)[:8]:
+            try:
+                answer = ctx.ssh(ctx.login).run(scontrol_node(name), timeout_s=15)
+                said[name] = ctx.redact((answer.stdout or answer.stderr).strip()) or f"exit {answer.exit_code}"
+            except TransportError as exc:
+                said[name] = f"(not asked: {exc})"
+    else:
+        said = dict.fromkeys(departed_names(access.inventory or {}, nodes), "not listed by the provider API")
+    cluster_inventory_record(cluster=cluster, nodes=nodes, source=access.inventory_source, said=said)
+    ctx.nodes = inventory_endpoints(
+        nodes, login=ctx.login, pins=_pins_by_host(cluster), hints=dict(_listed_nodes(access)),
+        through_scheduler=access.node_access == ClusterAccess.NodeAccess.SCHEDULER,
+    )  # fmt: skip
+    return True
+
+
+def _unverified(target: Target) -> bool:
+    """A node reached by direct SSH from a run-time inventory with no pinned key: never trusted."""
+    e = target.endpoint
+    return bool(e is not None and e.jump is not None and not e.scheduler_node and not e.host_keys)
+
+
+def _unverified_draft(probe: Probe, target: Target) -> FindingDraft:
+    return FindingDraft(
+        target=target.name,
+        outcome=Outcome.ERROR,
+        metric=probe.metric.name,
+        summary=(
+            f"unverified: {target.name} has no pinned host key, so it was not connected to (pin its key, "
+            "or reach nodes through the scheduler)"
+        ),
+        evidence={"error_code": "host_key_unverified", "unverified": True, "transient": False},
+    )
 
 
 @dataclass(frozen=True)
@@ -324,7 +451,8 @@ def probe_run_send(*, run: ProbeRun) -> None:
     """
     probe = probe_get(run.probe_id)
     access = ClusterAccess.objects.filter(cluster_id=run.cluster_id).first()
-    hosts = 1 + len([x for x in (access.compute_nodes.splitlines() if access else []) if x.strip()])
+    listed = len([x for x in (access.compute_nodes.splitlines() if access else []) if x.strip()])
+    hosts = 1 + max(listed, len(last_seen_nodes(access.inventory if access else {})))
     soft, hard = _time_limits(probe, hosts, access.max_concurrency if access else 1)
     ProbeRun.objects.filter(pk=run.pk).update(sent_at=timezone.now())
     run_id = run.pk
@@ -657,6 +785,8 @@ class _TargetFailure:
 class _RunState:
     failures: list[_TargetFailure] = field(default_factory=list)
     written: int = 0
+    unverified: int = 0  # inventory nodes with no pinned key, reported and not connected to
+    departed: int = 0  # nodes that left the inventory during the run
 
 
 def _error_draft(probe: Probe, target: Target, error: BaseException) -> FindingDraft:
@@ -716,18 +846,21 @@ def _execute_claimed(run: ProbeRun, pool_factory: PoolFactory) -> ExecuteResult:
             _finish(run, status=ProbeRun.Status.DONE)
             return ExecuteResult(status="done", findings=int(written is not None))
         try:
-            if (
-                probe.scope is Scope.NODE
-                and ClusterAccess.objects.filter(cluster=run.cluster, discover_nodes=True).exists()
-            ):
-                nodes_discover(ctx=ctx)
+            inventory_read = _inventory_refresh_for(run, probe, ctx)
             targets = probe.targets(ctx)
-        except TransportError as exc:
+        except (TransportError, ProbeRunError) as exc:
             targets = [Target(kind=Scope.CLUSTER, name="cluster", endpoint=ctx.login)]
             state.failures = [_TargetFailure(targets[0], exc)]
             return _conclude(run, probe, state, targets)
         done = _measured_targets(run)
         todo = [t for t in targets if t.name not in done]
+        if inventory_read:  # a node of today's inventory with no pin (direct SSH): reported, not trusted
+            for target in [t for t in todo if _unverified(t)]:
+                now = timezone.now()
+                if finding_record(run=run, draft=_unverified_draft(probe, target), started_at=now, finished_at=now):
+                    state.written += 1
+                state.unverified += 1
+                todo.remove(target)
         ProbeRun.objects.filter(pk=run.pk).update(
             progress_total=len(targets), progress_done=len(targets) - len(todo)
         )
@@ -771,6 +904,18 @@ def _execute_claimed(run: ProbeRun, pool_factory: PoolFactory) -> ExecuteResult:
         ctx.close()
 
 
+def _inventory_refresh_for(run: ProbeRun, probe: Probe, ctx: ProbeContext) -> bool:
+    """Read today's nodes before choosing targets. Node-scope probes need it (a failure is the
+    run's); for the others a failed read leaves the nodes as last seen."""
+    if probe.scope is Scope.NODE:
+        return cluster_inventory_refresh(ctx=ctx, cluster=run.cluster)
+    try:
+        return cluster_inventory_refresh(ctx=ctx, cluster=run.cluster)
+    except (TransportError, ProbeRunError, LookupError) as exc:
+        logger.warning("probe run %s: inventory not read, nodes as last seen: %s", run.pk, exc)
+        return False
+
+
 def _provider_slots(run: ProbeRun, probe: Probe, ctx: ProbeContext) -> ProviderSlots:
     """The provider-wide session semaphore (Redis): the cluster's limit, shared by every worker."""
     return ProviderSlots(
@@ -782,6 +927,13 @@ def _provider_slots(run: ProbeRun, probe: Probe, ctx: ProbeContext) -> ProviderS
 
 
 def _conclude(run: ProbeRun, probe: Probe, state: _RunState, targets: list[Target]) -> ExecuteResult:
+    # A node that left the scheduler's inventory during the run is a departure, not an error.
+    for failure in [f for f in state.failures if isinstance(f.error, NodeDeparted)]:
+        node = failure.target.endpoint.scheduler_node if failure.target.endpoint else failure.target.name
+        cluster_inventory_node_departed(cluster=run.cluster, name=node, said=str(failure.error))
+        state.failures.remove(failure)
+        state.departed += 1
+        ProbeRun.objects.filter(pk=run.pk, progress_total__gt=0).update(progress_total=F("progress_total") - 1)
     permanent = [f for f in state.failures if not getattr(f.error, "transient", False)]
     transient = [f for f in state.failures if getattr(f.error, "transient", False)]
     if transient and not permanent and run.attempt < settings.OPGRADE_PROBE_MAX_ATTEMPTS:
@@ -808,7 +960,7 @@ def _conclude(run: ProbeRun, probe: Probe, state: _RunState, targets: list[Targe
         first = state.failures[0].error
         _finish(run, status=ProbeRun.Status.ERROR, code=getattr(first, "code", "error"), message=str(first))
         return ExecuteResult(status="error", findings=state.written)
-    _finish(run, status=ProbeRun.Status.DONE)
+    _finish(run, status=ProbeRun.Status.DONE, flagged=state.unverified > 0)
     return ExecuteResult(status="done", findings=state.written)
 
 

@@ -58,6 +58,9 @@ __all__ = [
     "HostKeyNotPinned",
     "HostUnreachable",
     "Limits",
+    "NodeDeparted",
+    "SchedulerConnection",
+    "SchedulerRefused",
     "SshConnection",
     "SshPool",
     "Timeouts",
@@ -126,6 +129,19 @@ class HostKeyNotPinned(TransportError):
         super().__init__(f"no pinned host key for {endpoint} (it offered {offered.fingerprint})")
 
 
+class SchedulerRefused(TransportError):
+    """The scheduler did not start the command on the node now (busy, drained, no allocation)."""
+
+    code = "scheduler_refused"
+    transient = True
+
+
+class NodeDeparted(TransportError):
+    """The scheduler no longer knows the node: it left the inventory during the run (replaced)."""
+
+    code = "node_departed"
+
+
 class AuthFailed(TransportError):
     """The server refused our credentials. Retrying would not help and may lock the account."""
 
@@ -192,21 +208,28 @@ class Endpoint:
     port: int = 22
     host_keys: tuple[HostKey, ...] = ()
     jump: Endpoint | None = None
+    # The node's name in the scheduler: when set, commands reach the node as a tenant's job does
+    # (``srun --nodelist`` on the jump host, see :class:`SchedulerConnection`), not over SSH.
+    scheduler_node: str = ""
 
     def __post_init__(self) -> None:
         if not self.host or any(c.isspace() for c in self.host):
             raise ValueError(f"invalid host {self.host!r}")
         if not 0 < self.port < 65536:
             raise ValueError(f"invalid port {self.port}")
+        if self.scheduler_node and self.jump is None:
+            raise ValueError("a node reached through the scheduler needs the login node as its jump host")
 
     @property
     def label(self) -> str:
+        if self.scheduler_node:
+            return f"{self.scheduler_node} (srun via {self.jump.label if self.jump else '?'})"
         hop = f" via {self.jump.label}" if self.jump else ""
         return f"{self.host}:{self.port}{hop}"
 
     @property
     def key(self) -> tuple[object, ...]:
-        return (self.host, self.port, self.jump.key if self.jump else None)
+        return (self.host, self.port, self.jump.key if self.jump else None, self.scheduler_node)
 
 
 @dataclass(frozen=True)
@@ -780,3 +803,85 @@ class SshPool:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Nodes reached through the scheduler
+# ---------------------------------------------------------------------------------------------
+
+_SRUN = (
+    "srun --nodelist={node} --nodes=1 --ntasks=1 --quiet --immediate={wait} --time={minutes} "
+    "--job-name={name} bash -c {script}"
+)
+_SRUN_ERROR = ("srun: error:", "srun: Required node not available", "srun: Job allocation")
+_NODE_UNKNOWN = ("Invalid node name", "invalid node name", "not found")
+
+
+class SchedulerConnection:
+    """A compute node reached the way a tenant reaches it: a short job step from the login node.
+
+    ``run`` sends ``srun --nodelist=NODE -N1 -n1 --immediate=... --time=... bash -c <command>``
+    over the tenant's connection to the login node, so the node needs no SSH access and no host
+    key of its own (the login node's pin covers the channel), and the tenant's Slurm limits,
+    accounts and job containers apply. The allocation waits at most ``--immediate`` seconds; a
+    refusal by the scheduler raises :class:`SchedulerRefused` (transient) and a node the scheduler
+    no longer knows :class:`NodeDeparted`, so neither is mistaken for the command's own failure.
+    """
+
+    job_name = "opgrade-probe"
+
+    def __init__(self, login: SshConnection, endpoint: Endpoint) -> None:
+        if not endpoint.scheduler_node:
+            raise ValueError("not a scheduler endpoint")
+        self.login = login
+        self.endpoint = endpoint
+        self.host_key = login.host_key  # the only host this path authenticates
+        self.connect_s = 0.0  # no handshake of its own: the login node's connection is reused
+
+    @staticmethod
+    def wrap(node: str, command: Command, *, timeout_s: float) -> Command:
+        wait = max(1, min(30, int(timeout_s // 2)))
+        minutes = max(1, -(-int(timeout_s) // 60) + 1)
+        return Command(
+            _SRUN, node=node, wait=wait, minutes=minutes, name=SchedulerConnection.job_name,
+            script=command.render(),
+        )
+
+    def run(
+        self, command: Command, *, timeout_s: float, max_output_bytes: int | None = None
+    ) -> CommandResult:
+        if not isinstance(command, Command):
+            raise TypeError("run() takes a Command built from a fixed template, not a string")
+        node = self.endpoint.scheduler_node
+        wrapped = self.wrap(node, command, timeout_s=timeout_s)
+        # the allocation may take up to --immediate seconds before the command's own deadline starts
+        wait = max(1, min(30, int(timeout_s // 2)))
+        result = self.login.run(wrapped, timeout_s=timeout_s + wait + 5, max_output_bytes=max_output_bytes)
+        if result.exit_code not in (0, None) and "still not ready" in result.stderr:
+            # a node that just (re)joined: its first allocation's prolog may not be done; once more
+            time.sleep(2)
+            result = self.login.run(wrapped, timeout_s=timeout_s + wait + 5, max_output_bytes=max_output_bytes)
+        said = result.stderr.strip()
+        if result.exit_code not in (0, None) and not result.stdout.strip() and said.startswith(_SRUN_ERROR):
+            if any(marker in said for marker in _NODE_UNKNOWN) or self._gone(node):
+                raise NodeDeparted(f"{node}: the scheduler no longer lists it: {said[:300]}")
+            raise SchedulerRefused(f"{node}: the scheduler did not run the command: {said[:300]}")
+        return result
+
+    def _gone(self, node: str) -> bool:
+        """Slurm answers "nodes are busy" for a node slot that went back to FUTURE (hidden): ask."""
+        try:
+            shown = self.login.run(Command("scontrol -o show node {node}", node=node), timeout_s=15)
+        except TransportError:
+            return False
+        text = shown.stdout + shown.stderr
+        return "not found" in text or "State=FUTURE" in text
+
+    def put(self, *_: object, **__: object) -> int:
+        raise SchedulerRefused(f"{self.endpoint.label}: no file transfer through the scheduler")
+
+    def get(self, *_: object, **__: object) -> tuple[bytes, bool]:
+        raise SchedulerRefused(f"{self.endpoint.label}: no file transfer through the scheduler")
+
+    def close(self) -> None:  # the login node's connection belongs to the pool
+        return None

@@ -160,7 +160,10 @@ def demo_provider_connect(*, spec: DemoProvider, info: Any, analyst: Any, say: S
             "login_host": info.login_addr,
             "login_port": info.ssh_port,
             "compute_nodes": "\n".join(n["address"] for n in ready),
-            "discover_nodes": False,
+            # every run reads the nodes from Slurm (issue 18); a replacement node has no pinned key
+            # and is reported unverified over direct SSH, never trusted
+            "inventory_source": ClusterAccess.InventorySource.SCHEDULER,
+            "node_access": ClusterAccess.NodeAccess.SSH,
             "api_base_url": info.api_url,
             "disruptive_opt_in": True,  # our own testbed: fault injection is allowed
             "max_concurrency": 4,

@@ -31,7 +31,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from probes.transport import CommandResult, Credentials, Endpoint, SshConnection, SshPool
+from probes.transport import (
+    CommandResult,
+    Credentials,
+    Endpoint,
+    SchedulerConnection,
+    SshConnection,
+    SshPool,
+)
 from rubric.spec import Area, Direction, Outcome  # the shared vocabulary
 
 
@@ -206,6 +213,9 @@ class ProbeContext:
         pool = self._pools.get(account.label)
         if pool is None:
             pool = self._pools[account.label] = self._pool_factory(credentials=account.credentials)
+        if endpoint.scheduler_node and endpoint.jump is not None:
+            # a node reached as a tenant's job: srun from the login node, no SSH to the node itself
+            return SchedulerConnection(pool.connection(endpoint.jump), endpoint)  # type: ignore[return-value]
         return pool.connection(endpoint)
 
     def close(self) -> None:

@@ -38,6 +38,10 @@ def test_runner_stores_critical_isolation_findings_for_a_leaky_testbed():
             login_host=info.login_addr,
             login_port=info.ssh_port,
             compute_nodes="\n".join(n["address"] for n in nodes),
+            # the typed list over direct SSH with pinned keys; tests/integration/test_living_cluster.py
+            # covers the scheduler's inventory and srun
+            inventory_source=ClusterAccess.InventorySource.LISTED,
+            node_access=ClusterAccess.NodeAccess.SSH,
             api_base_url=info.api_url,
             max_concurrency=4,
             settings={

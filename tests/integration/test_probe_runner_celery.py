@@ -136,7 +136,9 @@ def make_cluster(
         login_port=login.port,
         compute_nodes="\n".join(f"{n.host}:{n.port}" for n in nodes),
         max_concurrency=max_concurrency,
-        **access,
+        # plain sshd servers, no scheduler: the typed list, reached by direct SSH
+        **{"inventory_source": ClusterAccess.InventorySource.LISTED, "node_access": ClusterAccess.NodeAccess.SSH,
+           **access},
     )
     for server in [login, *nodes]:
         HostKeyPin.objects.create(

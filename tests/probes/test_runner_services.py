@@ -30,7 +30,8 @@ def cluster(settings):  # type: ignore[no-untyped-def]
     settings.OPGRADE_PROBE_RETRY_BASE_S = 1
     cluster = ClusterFactory(gpu_count=0, gpu_model="")
     ClusterAccess.objects.create(
-        cluster=cluster, login_host="login", compute_nodes="node1\nnode2:2222", max_concurrency=2
+        cluster=cluster, login_host="login", compute_nodes="node1\nnode2:2222", max_concurrency=2,
+        inventory_source=ClusterAccess.InventorySource.LISTED, node_access=ClusterAccess.NodeAccess.SSH,
     )
     HostKeyPin.objects.create(
         cluster=cluster, host="login", port=22, key_type=KEY.key_type, fingerprint=KEY.fingerprint
@@ -277,13 +278,17 @@ def test_runs_are_sent_after_commit_to_the_probes_queue_with_time_limits_above_t
     assert options["soft_time_limit"] > 60 * 2 and options["time_limit"] > options["soft_time_limit"]
 
 
-def test_compute_nodes_can_be_discovered_through_the_scheduler(cluster) -> None:  # type: ignore[no-untyped-def]
-    ClusterAccess.objects.filter(cluster=cluster).update(discover_nodes=True, compute_nodes="node1")
+def test_compute_nodes_are_read_from_the_scheduler_and_the_listed_ones_are_only_a_hint(cluster) -> None:  # type: ignore[no-untyped-def]
+    ClusterAccess.objects.filter(cluster=cluster).update(
+        inventory_source=ClusterAccess.InventorySource.SCHEDULER, compute_nodes="node1\nstale9"
+    )
 
     def answer(ep, cmd):  # type: ignore[no-untyped-def]
-        return ok("node1\nnode7\nnode7\n") if cmd.startswith("sinfo") else ok()
+        return ok("node1|node1|idle|none\nnode7|node7|idle|none\nnode7|node7|idle|none\n") if cmd.startswith("sinfo") else ok()
 
     fake = FakeTransport(answer)
+    for node in ("node1", "node7"):
+        HostKeyPin.objects.create(cluster=cluster, host=node, port=22, key_type=KEY.key_type, fingerprint=KEY.fingerprint)
     run = start(cluster, "ssh_reachable")
     services.probe_run_execute(run_id=run.pk, worker="w1", pool_factory=fake.pool)
     assert sorted(Finding.objects.filter(run=run).values_list("target", flat=True)) == [
@@ -291,7 +296,7 @@ def test_compute_nodes_can_be_discovered_through_the_scheduler(cluster) -> None:
         "node1",
         "node7",
     ]
-    assert ("login", "sinfo -N -h -o %n") in fake.log
+    assert ("login", "sinfo -N -h -o '%N|%o|%T|%E'") in fake.log
 
 
 def test_a_disruptive_probe_runs_only_where_the_cluster_opted_in(cluster) -> None:  # type: ignore[no-untyped-def]
