@@ -280,7 +280,6 @@ def _prepare(lay: Layout, knobs: dict[str, Any]) -> None:
     if private_tmp:
         (root / "ssh" / "pam-sshd").write_text(configs.pam_sshd())
         (root / "ssh" / "namespace.conf").write_text(configs.pam_namespace_conf())
-        (lay.slurm_conf.parent / "job_container.conf").write_text(configs.job_container_conf(lay))
     lay.slurm_conf.write_text(configs.slurm_conf(lay, knobs))
     if knobs["slurm"]["accounting"]:
         dbd = lay.slurm_conf.parent / "slurmdbd.conf"  # found next to SLURM_CONF

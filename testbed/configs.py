@@ -68,9 +68,6 @@ def slurm_conf(lay: Layout, knobs: dict[str, Any]) -> str:
         f"JobCompLoc={root}/slurm/jobcomp/jobcomp.txt",
         "JobAcctGatherType=jobacct_gather/none",
     ]
-    if knobs.get("fs", {}).get("private_tmp"):
-        # per-job /tmp and /dev/shm (job_container.conf next to slurm.conf), as sites do
-        lines += ["JobContainerType=job_container/tmpfs", "PrologFlags=Contain"]
     if s["accounting"]:
         lines += [
             "AccountingStorageType=accounting_storage/slurmdbd",
@@ -182,13 +179,6 @@ def pam_namespace_conf() -> str:
     from testbed.runtime import PRIVATE_TMP_DIRS
 
     return "".join(f"{d} {d}/.inst/ user root\n" for d in PRIVATE_TMP_DIRS)
-
-
-def job_container_conf(lay: Layout) -> str:
-    """job_container/tmpfs: every job gets its own /tmp and /dev/shm, kept under BasePath on the
-    node's own ``noderun`` tmpfs (Slurm refuses /tmp; a BasePath shared by the nodes' slurmds on
-    disk made the plugin's namespace mount fail after the first job)."""
-    return f"AutoBasePath=true\nBasePath={lay.root}/noderun/jobs\n"
 
 
 def nginx_log_dir(lay: Layout, knobs: dict[str, Any]) -> Any:

@@ -284,8 +284,8 @@ def wrap_in_node(
 
     ``private_tmp`` (``fs.private_tmp``) mounts a fresh tmpfs (1777) over /tmp, /var/tmp and
     /dev/shm, each with a root-only ``.inst`` directory for pam_namespace's per-user instances
-    (``"user"``, sshd); ``"job"`` (slurmd, whose jobs get a private /tmp and /dev/shm from
-    job_container/tmpfs) makes /var/tmp root's;
+    (``"user"``, sshd); ``"job"`` (slurmd) makes them root's, so tenants' jobs write scratch
+    data to their homes, never to a place another tenant's job shares;
     ``binds`` bind-mounts files (src, dst) over host paths, e.g. a PAM configuration. Either
     failing stops the daemon: it must never run on the host's shared /tmp or PAM stack by mistake.
     """
@@ -293,8 +293,7 @@ def wrap_in_node(
         return list(argv)
     script = [f"hostname {shlex.quote(hostname)}"] if hostname else []
     for path in tmpfs:
-        # 64m: with fs.private_tmp, jobs' private /tmp and /dev/shm live here too
-        script.append(f"mount -t tmpfs -o size=64m,mode=755 opgtb {shlex.quote(path)}")
+        script.append(f"mount -t tmpfs -o size=1m,mode=755 opgtb {shlex.quote(path)}")
     # each file is written only if its tmpfs is mounted: a failed mount must never write to the host
     if boot_kernels and os.path.isdir("/boot"):
         files = " ".join(
@@ -306,9 +305,10 @@ def wrap_in_node(
         dirs = " ".join(f"mkdir /lib/modules/{shlex.quote(k)};" for k in boot_kernels)
         script.append(f"if mount -t tmpfs -o size=1m,mode=755 opgtb-modules /lib/modules; then {dirs} fi")
     for path in PRIVATE_TMP_DIRS if private_tmp else ():
-        # jobs get their own /tmp and /dev/shm from job_container/tmpfs; /var/tmp it does not
-        # cover, so under slurmd it is the node's and no tenant may write there
-        mode = "0755" if private_tmp == "job" and path == PRIVATE_TMP_DIRS[1] else "1777"
+        # under slurmd ("job") no temp dir is writable by tenants: jobs of two tenants on one node
+        # would otherwise share it (Slurm 22.05's job_container/tmpfs, which gives each job its
+        # own, raced under load here: "ns base mount failed", the job requeued and held)
+        mode = "0755" if private_tmp == "job" else "1777"
         script.append(
             f"mount -t tmpfs -o size=64m,mode={mode} opgtb-tmp {path} && mkdir -m 000 {path}/.inst || exit 97"
         )
