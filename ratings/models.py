@@ -64,8 +64,13 @@ SHA256_HEX = RegexValidator(r"^[0-9a-f]{64}$", "a lowercase hex sha256")
 class DocReview(models.Model):
     """One reviewer's 0-4 score of one criterion for one provider in one cycle, with citations.
 
-    ``is_reconciled`` marks the value the reviewers settled on (at most one per criterion):
-    when present the engine scores it instead of the reviewers' median.
+    ``is_reconciled`` marks the value the reviewers settled on (at most one current one per
+    criterion): when present the engine scores it instead of the reviewers' median.
+
+    A stored review changes only through ``ratings.services.doc_review_change``, which records
+    who, when and why (the audit history) and, when a reviewer's score changes after a
+    reconciliation, marks that reconciliation ``superseded``: the engine then ignores it until a
+    new one is recorded. ``save()`` on an existing row is refused otherwise.
     """
 
     cycle = models.ForeignKey(Cycle, on_delete=models.PROTECT, related_name="doc_reviews")
@@ -76,6 +81,10 @@ class DocReview(models.Model):
     is_reconciled = models.BooleanField(default=False, help_text="The reconciled value of this criterion.")
     citations = models.JSONField(validators=[validate_citations], help_text="List of {url, quote}; at least one.")
     notes = models.TextField(blank=True)
+    superseded = models.BooleanField(
+        default=False,
+        help_text="A reconciled value made stale by a later change of a reviewer's score: a new reconciliation is needed.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -87,13 +96,25 @@ class DocReview(models.Model):
                 name="docreview_one_per_reviewer",
             ),
             models.UniqueConstraint(
-                fields=["cycle", "provider", "criterion"], condition=Q(is_reconciled=True),
+                fields=["cycle", "provider", "criterion"], condition=Q(is_reconciled=True, superseded=False),
                 name="docreview_one_reconciled",
             ),
         ]
 
     def __str__(self) -> str:
         return f"{self.criterion} for {self.provider}: {self.score:g}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding and not getattr(self, "_change_via_service", False):
+            raise DocReviewChangeRefused(
+                "a stored documentation review changes only through ratings.services.doc_review_change "
+                "(who, when and why are recorded; a reconciliation it invalidates is marked superseded)"
+            )
+        super().save(*args, **kwargs)
+
+
+class DocReviewChangeRefused(ValidationError):
+    """A direct save() of a stored DocReview: use ``doc_review_change``."""
 
 
 class CustomerFeedback(models.Model):

@@ -118,7 +118,7 @@ def _probe_observations(cycle: Cycle, rubric: RubricSpec) -> list[ProbeObservati
 
 
 def _doc_scores(cycle: Cycle) -> list[DocReviewScore]:
-    rows = DocReview.objects.filter(cycle=cycle).values_list(
+    rows = DocReview.objects.filter(cycle=cycle, superseded=False).values_list(
         "provider__slug", "criterion__key", "criterion__rubric_version_id", "reviewer_id", "score", "is_reconciled"
     )
     return [

@@ -126,6 +126,59 @@ def doc_review_record(
 
 
 @transaction.atomic
+def doc_review_change(
+    *, review: DocReview, changed_by: Any, reason: str, score: float | None = None,
+    citations: list[dict[str, str]] | None = None, notes: str | None = None, reviewer: Any | None = None,
+) -> DocReview:
+    """Change a stored documentation review; the one way to do it.
+
+    The audit history records who (``changed_by``), when and why (``reason``, required). A
+    change of a reviewer's score after the criterion was reconciled marks that reconciliation
+    ``superseded``: the engine stops using it (it scores the reviewers' median again) until a
+    new reconciliation is recorded with ``doc_review_record(..., is_reconciled=True)``.
+    A superseded reconciliation itself is history and cannot be changed.
+    """
+    if not reason or not reason.strip():
+        raise ScoringInputError("a change of a documentation review needs a reason")
+    review = DocReview.objects.select_for_update().get(pk=review.pk)
+    if review.superseded:
+        raise ScoringInputError("a superseded reconciliation is history: record a new reconciliation instead")
+    old_score = review.score
+    if score is not None:
+        review.score = score
+    if citations is not None:
+        review.citations = citations
+    if notes is not None:
+        review.notes = notes
+    if reviewer is not None:  # a reconciliation redone by another analyst
+        if not review.is_reconciled:
+            raise ScoringInputError("a reviewer's own score keeps its reviewer")
+        review.reviewer = reviewer
+    try:
+        validate_citations(review.citations)
+        review.full_clean()
+    except ValidationError as exc:
+        raise ScoringInputError(f"doc review change refused: {exc}") from exc
+    _audited_save(review, changed_by, reason.strip())
+    if not review.is_reconciled and review.score != old_score:
+        stale = DocReview.objects.select_for_update().filter(
+            cycle=review.cycle, provider=review.provider, criterion=review.criterion, is_reconciled=True,
+            superseded=False,
+        )
+        for reconciled in stale:
+            reconciled.superseded = True
+            _audited_save(reconciled, changed_by, f"superseded: {review.reviewer} changed their score ({reason.strip()})")
+    return review
+
+
+def _audited_save(review: DocReview, user: Any, reason: str) -> None:
+    review._change_via_service = True  # type: ignore[attr-defined]
+    review._history_user = user  # type: ignore[attr-defined]  # simple-history: who
+    review._change_reason = reason  # type: ignore[attr-defined]  # simple-history: why
+    review.save()
+
+
+@transaction.atomic
 def customer_feedback_record(
     *, cycle: Cycle, provider: Provider, rating: int, source: str, respondent_org: str,
     area: Area | None = None, criterion: Criterion | None = None, comment: str = "",

@@ -329,14 +329,22 @@ def reconciliation_create(
         rec = rec or Reconciliation(cycle=cycle, provider=provider, criterion=criterion)
         notes = f"Reconciled ({method}) from {len(submitted)} reviews." + (f" {note}" if note else "")
         doc = rec.doc_review
-        if doc is None:
+        if doc is None or doc.superseded:  # a superseded reconciliation is history: record a new one
             doc = _doc_review_record(
                 cycle=cycle, provider=provider, criterion=criterion, reviewer=by, score=float(value),
                 citations=_citations_union(submitted), notes=notes, is_reconciled=True,
             )
-        else:
-            doc.reviewer, doc.score, doc.citations, doc.notes = by, float(value), _citations_union(submitted), notes
-            _as(doc, by).save()
+        else:  # the one route for a stored review's change: who, when and why are recorded
+            from ratings.engine_types import ScoringInputError
+            from ratings.services import doc_review_change
+
+            try:
+                doc = doc_review_change(
+                    review=doc, changed_by=by, reason=notes, score=float(value),
+                    citations=_citations_union(submitted), notes=notes, reviewer=by,
+                )
+            except ScoringInputError as exc:
+                raise ReviewsError(str(exc)) from exc
         rec.value, rec.method, rec.note, rec.reconciled_by, rec.doc_review = value, method, note, by, doc
         _as(rec, by).save()
         rec.reviews.set(submitted)
