@@ -77,6 +77,7 @@ class ProviderRow:
     gates: list[dict[str, str]] = field(default_factory=list)  # {criterion, status, cap}
     counts: dict[str, int] = field(default_factory=dict)
     below_floor: bool = False
+    areas_below_floor: list[str] = field(default_factory=list)  # areas whose evidence is under the area floor
     clusters: list[Cluster] = field(default_factory=list)
     matrix_html: str = ""  # the row's cells as HTML (filled by the view)
 
@@ -200,6 +201,8 @@ def cycle_workbench_get(*, cycle: Cycle) -> Workbench:
     )
     providers = list(cycle.providers.order_by("name"))
     weights = _criterion_weights(criteria, areas)
+    area_total = sum(a.weight for a in areas) or 1.0
+    area_share = {a.pk: a.weight / area_total for a in areas}
 
     findings = _finding_counts(cycle)
     docs = _pair_counts(DocReview.objects.filter(cycle=cycle), "provider_id", "criterion_id")
@@ -246,6 +249,7 @@ def cycle_workbench_get(*, cycle: Cycle) -> Workbench:
         snap_criteria = {c["key"]: c for c in (assignment.criteria if assignment else [])}
         snap_caps = {g["criterion"]: g for g in (assignment.gate_caps if assignment else [])}
         cells, covered, gates = [], 0.0, []
+        area_covered: dict[int, float] = defaultdict(float)
         for c, cid, key, area_id, probe_id, metric, weight, takes_area_feedback in plain:
             subs = assignments.get((pid, cid, "submitted"), 0)
             assigned = assignments.get((pid, cid, "assigned"), 0)
@@ -259,12 +263,16 @@ def cycle_workbench_get(*, cycle: Cycle) -> Workbench:
             )
             if cell.label in COVERED_LABELS:
                 covered += weight
+                area_covered[area_id] += weight
             if c.is_gate:
                 gates.append(_gate_status(c, cell, snap_caps))
             cells.append(cell)
         row = ProviderRow(provider=p, cells=cells, coverage_now=round(covered, 4), gates=gates,
                           clusters=clusters.get(p.pk, []))
         row.below_floor = covered < rubric.coverage_floor
+        row.areas_below_floor = [
+            a.key for a in areas if area_share.get(a.pk) and area_covered[a.pk] / area_share[a.pk] < rubric.area_coverage_floor
+        ]
         if assignment is not None:
             row.snapshot_coverage = assignment.coverage
             row.tier = assignment.tier

@@ -138,3 +138,13 @@ def test_the_cycle_change_page_and_the_admin_index_link_to_the_workbench(small):
     c = _client(user("ana", Role.ANALYST))
     assert f"/admin/workbench/{cycle.slug}/" in c.get(f"/admin/providers/cycle/{cycle.pk}/change/").content.decode()
     assert "/admin/workbench/" in c.get("/admin/").content.decode()
+
+
+def test_coverage_counts_measured_failed_critical_and_declined_cells_against_both_floors(small):
+    cycle, _ = small
+    empty = ProviderFactory(name="Empty", slug="empty")
+    cycle.providers.add(empty)
+    rows = {r.provider.slug: r for r in cycle_workbench_get(cycle=cycle).rows}
+    leaky, nothing = rows["leaky"], rows["empty"]
+    assert leaky.coverage_now == round(5 / 9, 4) and leaky.below_floor and leaky.areas_below_floor == []
+    assert nothing.coverage_now == 0 and nothing.areas_below_floor == ["security"]
