@@ -230,9 +230,17 @@ def cycle_workbench_get(*, cycle: Cycle) -> Workbench:
 
     # Area-level feedback goes to the area's one customer-feedback criterion (as the engine reads it).
     feedback_target: dict[int, int] = {}
+    per_area: dict[int, int] = defaultdict(int)
+    takes_feedback = set()
     for c in criteria:
         if "customer_feedback" in c.evidence_kinds:
             feedback_target.setdefault(c.area_id, c.pk)
+            per_area[c.area_id] += 1
+            takes_feedback.add(c.pk)
+    # Feedback the engine would refuse (stored before imports checked it): it stops compute_tiers.
+    misplaced_feedback = sum(n for (_, cid), n in fb_criterion.items() if cid not in takes_feedback) + sum(
+        n for (_, area_id), n in fb_area.items() if per_area.get(area_id, 0) != 1
+    )
 
     clusters: dict[int, list[Cluster]] = defaultdict(list)
     for cl in Cluster.objects.filter(provider__in=[p.pk for p in providers]).order_by("name"):
@@ -312,6 +320,7 @@ def cycle_workbench_get(*, cycle: Cycle) -> Workbench:
     )
     feedback_totals = {
         "responses": sum(fb_criterion.values()) + sum(fb_area.values()),
+        "misplaced": misplaced_feedback,
         "imports": FeedbackImport.objects.filter(cycle=cycle).count(),
     }
     reports = list(Report.objects.filter(cycle=cycle).order_by("-id")[:5])
@@ -340,6 +349,12 @@ def readiness_check(wb: Workbench) -> list[ReadinessItem]:
         ReadinessItem(
             "No probe run is pending or running" if not active else f"{active} probe runs are pending or running",
             not active,
+        ),
+        ReadinessItem(
+            "All customer feedback rates criteria that take it" if not wb.feedback["misplaced"]
+            else f"{wb.feedback['misplaced']} customer-feedback rows rate something that takes no customer feedback "
+            "(roll back their import)",
+            not wb.feedback["misplaced"],
         ),
         ReadinessItem(
             "No review waits for reconciliation" if not wb.review["awaiting_reconciliation"]

@@ -148,3 +148,12 @@ def test_coverage_counts_measured_failed_critical_and_declined_cells_against_bot
     leaky, nothing = rows["leaky"], rows["empty"]
     assert leaky.coverage_now == round(5 / 9, 4) and leaky.below_floor and leaky.areas_below_floor == []
     assert nothing.coverage_now == 0 and nothing.areas_below_floor == ["security"]
+
+
+def test_feedback_on_a_criterion_that_takes_none_blocks_compute_tiers_in_the_checklist(small):
+    cycle, crit = small
+    CustomerFeedback.objects.create(cycle=cycle, provider=cycle.providers.get(), criterion=crit["doc"], rating=2,
+                                    source="survey", respondent_org_hash="1" * 64)
+    wb = cycle_workbench_get(cycle=cycle)
+    item = next(i for i in wb.readiness if "customer-feedback rows" in i.text)
+    assert item.blocking and not item.ok and item.text.startswith("1 customer-feedback rows")
