@@ -9,6 +9,7 @@ requirements and disruptive probes without opt-in give ``not_applicable``).
 
     manage.py probe_matrix                              # exemplary and leaky, 4 nodes, non-disruptive
     manage.py probe_matrix --disruptive                 # also fault injection (slower)
+    manage.py probe_matrix --red-team [--use exemplary=tb1]  # flaws no knob makes: catch rate
     manage.py probe_matrix --use exemplary=tb1 --keep   # reuse a running testbed, leave it up
     manage.py probe_matrix --profile exemplary --set slurm.private_data=false --probe scheduler_privacy
 
@@ -62,6 +63,11 @@ TESTBED_SETTINGS: dict[str, Any] = {
 }
 
 
+# the testbed controller's tenant-facing services: slurmctld, slurmd, slurmdbd, syslog (nginx and
+# the provider API are allowed as the published metrics/log/API endpoints they are)
+TESTBED_ALLOWED_LISTENERS = "6817/tcp 6818/tcp 6819/tcp 514/tcp 514/udp"
+
+
 def host_key_of(public_line: str) -> HostKey:
     """``ssh-ed25519 AAAA... comment`` -> the pinned form (type + OpenSSH SHA256 fingerprint)."""
     kind, blob = public_line.split()[:2]
@@ -106,6 +112,10 @@ def testbed_context(
             "logs_url": info.logs_url,
             "syslog_addr": info.syslog_addr,
             "shared_log_dirs": [info.log_dir],
+            # the provider's surface on a testbed: its directory, its controller, its web services
+            "exposure_extra_roots": [str(Path(info.slurm_conf).parents[1])],
+            "management_addrs": [info.controller_addr],
+            "provider_listeners.allowed": TESTBED_ALLOWED_LISTENERS,
             "freshness_sink_url": f"http://{info.controller_addr}/healthz",
             **TESTBED_SETTINGS,
             **dict(settings or {}),
@@ -294,8 +304,16 @@ class Command(BaseCommand):
         )
         parser.add_argument("--disruptive", action="store_true", help="also run the fault-injecting probes")
         parser.add_argument("--keep", action="store_true", help="leave the started testbeds up")
+        parser.add_argument(
+            "--red-team",
+            action="store_true",
+            help="apply each red-team mutation (testbed/redteam.py) to an exemplary testbed; print the catch rate",
+        )
 
     def handle(self, *args: Any, **opts: Any) -> None:
+        if opts["red_team"]:
+            self.red_team(opts)
+            return
         from testbed import api as testbed_api
         from testbed.errors import TestbedError
         from testbed.profiles import parse_set
@@ -348,3 +366,22 @@ class Command(BaseCommand):
                         self.stdout.write(
                             f"  {profile} {result.probe_id} {f.target}: {f.outcome}: {f.summary}"
                         )
+
+    def red_team(self, opts: dict[str, Any]) -> None:
+        """Mutations no knob makes, on one exemplary testbed: catch rate and false criticals."""
+        from probes.red_team import red_team_run
+        from testbed import api as testbed_api
+
+        name = dict(u.split("=", 1) for u in opts["use"]).get("exemplary")
+        started = name is None
+        name = name or "pmredteam"
+        if started:
+            testbed_api.up("exemplary", name=name, nodes=min(opts["nodes"], 2))
+        try:
+            report = red_team_run(name, progress=self.stdout.write)
+        finally:
+            if started and not opts["keep"]:
+                testbed_api.down(name)
+        self.stdout.write("")
+        for line in report.lines():
+            self.stdout.write(line)
