@@ -18,7 +18,7 @@ from django.shortcuts import get_object_or_404
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
-from django.utils.html import escape
+from django.utils.html import escape, format_html
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
@@ -139,7 +139,9 @@ def probes_run(request: HttpRequest, slug: str) -> HttpResponse:
         return _back(cycle)
     who = provider.name if provider else "the peer set"
     if plan.started:
-        messages.success(request, f"Started {len(plan.started)} probe runs for {who}.")
+        runs = reverse("admin:probes_proberun_changelist") + f"?cycle__id__exact={cycle.pk}&status__exact=pending"
+        messages.success(request, format_html('Started {} probe runs for {}: <a href="{}">follow them</a>.',
+                                              len(plan.started), who, runs))
     for cluster, probes in plan.queued_disruptive.items():
         messages.info(request, f"{cluster}: disruptive probes run last, one at a time: {', '.join(probes)}.")
     if not plan.started and not plan.queued_disruptive:

@@ -101,6 +101,7 @@ def test_the_run_button_reports_what_it_started_and_what_it_queued(probed, djang
         )
     body = response.content.decode()
     assert "Started 2 probe runs" in body and "disruptive probes run last" in body
+    assert "/admin/probes/proberun/?cycle__id__exact=" in body
 
 
 @pytest.fixture
