@@ -100,13 +100,26 @@ def test_a_400_digit_number_in_json_is_a_400(world: Any) -> None:
     assert "longer than" in response.json()["detail"]
 
 
-def test_a_patch_that_breaks_a_model_constraint_is_a_json_400(world: Any) -> None:
+@pytest.mark.parametrize("change", [
+    {"weight": 0}, {"anchor_best": 5.0, "anchor_worst": 5.0}, {"is_gate": True, "gate_cap_tier": ""},
+    {"scale": "log", "anchor_best": -1.0, "anchor_worst": 10.0},
+])
+def test_a_patch_that_breaks_a_criterion_constraint_is_a_json_400(world: Any, change: dict[str, Any]) -> None:
     criterion = Criterion.objects.get(pk=world.criterion.pk)
-    response = _client(world.users["admin"]).patch(f"/api/v1/criteria/{criterion.pk}/", {"weight": 0}, format="json")
+    before = {key: getattr(criterion, key) for key in change}
+    response = _client(world.users["admin"]).patch(f"/api/v1/criteria/{criterion.pk}/", change, format="json")
     assert response.status_code == 400, response.content
     assert response["Content-Type"].startswith("application/json")
     criterion.refresh_from_db()
-    assert criterion.weight > 0
+    assert {key: getattr(criterion, key) for key in change} == before
+
+
+@pytest.mark.parametrize("change", [{"coverage_floor": 2.0}, {"tier_floor_bronze": 0.99}])
+def test_a_patch_that_breaks_a_rubric_version_constraint_is_a_json_400(world: Any, change: dict[str, Any]) -> None:
+    version = world.criterion.rubric_version
+    response = _client(world.users["admin"]).patch(f"/api/v1/rubric-versions/{version.pk}/", change, format="json")
+    assert response.status_code == 400, response.content
+    assert response["Content-Type"].startswith("application/json")
 
 
 @pytest.mark.parametrize("text", ["nul\x00inside", "bidi \u202eevil\u202c", "isolate \u2066x\u2069"])
@@ -160,3 +173,19 @@ def test_refusals_before_any_view_answer_json_under_debug_too(world: Any, settin
 def test_pages_outside_the_api_keep_their_html_error_pages(settings: Any) -> None:
     response = APIClient().get("/reports/999999/")
     assert response.status_code == 404 and response["Content-Type"].startswith("text/html")
+
+
+@pytest.mark.parametrize("fields", [
+    {"report_id": str(2**63)}, {"report_id": str(2**70)}, {"report_id": "-1"}, {"text": "bidi \u202e here"},
+    {"fact_ref": "nul\x00"},
+])
+def test_the_portal_reply_form_refuses_impossible_ids_and_unsafe_text(world: Any, fields: dict[str, str]) -> None:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(world.users["provider"])
+    before = RightOfReply.objects.count()
+    response = client.post(f"/portal/cycles/{world.cycle.slug}/replies/",
+                           {"fact_ref": "F77", "text": "our reply", "report_id": "", **fields})
+    assert response.status_code == 302  # back to the cycle page, with the form's problem as a message
+    assert RightOfReply.objects.count() == before
