@@ -180,6 +180,10 @@ _ADMIN_ONLY = AdminEntry(view=frozenset({ADMIN}))
 
 ADMIN_ACCESS: dict[str, AdminEntry] = {
     "auth.group": _ADMIN_ONLY,
+    # django-axes: login attempts and lockouts (admins unlock accounts here).
+    "axes.accessattempt": _ADMIN_ONLY,
+    "axes.accessfailurelog": _ADMIN_ONLY,
+    "axes.accesslog": _ADMIN_ONLY,
     "auth.user": _ADMIN_ONLY,
     "authtoken.tokenproxy": _ADMIN_ONLY,
     "django_celery_beat.clockedschedule": _STAFF_VIEW,
