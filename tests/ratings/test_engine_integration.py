@@ -17,6 +17,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import IntegrityError, connection, transaction
 
+from config.access import Role
 from config.immutability import ImmutableError
 from probes.models import Finding, ProbeRun
 from ratings.engine_types import (
@@ -36,6 +37,7 @@ from ratings.sample import default_rubric_get, sample_cycle_create
 from ratings.scoring import _canonical_dumps, _sha256
 from ratings.selectors import cycle_evidence_get, previous_tiers_get
 from ratings.services import customer_feedback_record, cycle_scores_compute, doc_review_record
+from reviews.services import user_role_set
 from rubric.models import Area, Criterion, RubricVersion
 from tests.factories import AreaFactory, ClusterFactory, CriterionFactory, CycleFactory, ProviderFactory
 
@@ -227,10 +229,15 @@ def test_previous_tiers_come_from_the_last_cycle_of_the_same_rubric_line(sample)
     assert previous == expected and previous
 
 
-def test_api_serves_snapshots_and_assignments_to_authenticated_users_only(sample, client, django_user_model, django_assert_max_num_queries):
+def test_api_serves_snapshots_and_assignments_to_staff_roles_only(sample, client, django_user_model, django_assert_max_num_queries):
     snapshot = cycle_scores_compute(cycle=sample)
     assert client.get("/api/v1/score-snapshots/").status_code in (401, 403)
-    client.force_login(django_user_model.objects.create_user(username="analyst", password="x-Long-passw0rd"))
+    no_role = django_user_model.objects.create_user(username="no-role", password="x-Long-passw0rd")
+    client.force_login(no_role)
+    assert client.get("/api/v1/score-snapshots/").status_code == 403  # signed in, but given no role
+    analyst = django_user_model.objects.create_user(username="analyst", password="x-Long-passw0rd")
+    user_role_set(user=analyst, role=Role.ANALYST)
+    client.force_login(analyst)
     with django_assert_max_num_queries(8):
         listing = client.get("/api/v1/score-snapshots/")
     assert listing.status_code == 200
@@ -243,7 +250,7 @@ def test_api_serves_snapshots_and_assignments_to_authenticated_users_only(sample
     data = data["results"] if isinstance(data, dict) and "results" in data else data
     assert {r["provider"] for r in data} == set(sample.providers.values_list("slug", flat=True))
     assert all("criteria" in r and "areas" in r and "probabilities" in r for r in data)
-    assert client.post("/api/v1/score-snapshots/", {}).status_code == 405
+    assert client.post("/api/v1/score-snapshots/", {}).status_code in (403, 405)  # read-only, whoever asks
 
 
 def test_admin_shows_the_breakdown_read_only_without_n_plus_one(sample, admin_client, django_assert_max_num_queries):
