@@ -136,3 +136,19 @@ def test_any_float_round_trips_exactly_through_the_canonical_emitter(a, b, weigh
     doc = yaml.safe_load(text)
     assert doc["criteria"][1]["anchors"] == {"best": hi, "worst": lo}
     assert doc["criteria"][1]["weight"] == weight
+
+
+SHIPPED_FILES = sorted(SHIPPED.parent.glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED_FILES, ids=lambda p: p.name)
+def test_every_shipped_rubric_is_in_canonical_form(path):
+    text = path.read_text()
+    assert emit_rubric(parse_rubric(text, filename=str(path))) == text
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", SHIPPED_FILES, ids=lambda p: p.name)
+def test_every_shipped_rubric_exports_byte_for_byte_once_frozen(path):
+    version = rubric_version_import(text=path.read_text(), filename=path.name, freeze=True).rubric_version
+    assert rubric_version_export(rubric_version=version) == path.read_text()
