@@ -165,7 +165,8 @@ def _reads_inventory(access: ClusterAccess | None, cluster: Cluster) -> bool:
 
 def cluster_endpoints(*, cluster: Cluster) -> tuple[Endpoint | None, list[Endpoint]]:
     """The login endpoint and the compute nodes behind it: the listed ones, each with its pins, or,
-    where runs read the inventory, the nodes as last seen (a run replaces them with today's)."""
+    where runs read the inventory, the nodes as last seen (a run replaces them with today's; before
+    the first read, the listed ones are the hint)."""
     access = ClusterAccess.objects.filter(cluster=cluster).first()
     if access is None:
         return None, []
@@ -175,7 +176,7 @@ def cluster_endpoints(*, cluster: Cluster) -> tuple[Endpoint | None, list[Endpoi
         port=access.login_port,
         host_keys=pins.get((access.login_host, access.login_port), ()),
     )
-    if _reads_inventory(access, cluster):
+    if _reads_inventory(access, cluster) and "nodes" in (access.inventory or {}):
         nodes = inventory_endpoints(
             last_seen_nodes(access.inventory), login=login, pins=pins, hints=dict(_listed_nodes(access)),
             through_scheduler=access.node_access == ClusterAccess.NodeAccess.SCHEDULER,
@@ -372,6 +373,10 @@ def host_keys_fetch(*, cluster: Cluster, pool_factory: PoolFactory = SshPool) ->
     login, nodes = cluster_endpoints(cluster=cluster)
     if login is None:
         raise ProbeRunError("the cluster has no access endpoints yet")
+    access = ClusterAccess.objects.get(cluster=cluster)
+    seen = {(n.host, n.port) for n in nodes}  # the inventory as last seen, and the listed nodes too
+    nodes += [Endpoint(host=h, port=p, jump=login) for h, p in _listed_nodes(access) if (h, p) not in seen]
+    nodes = [Endpoint(host=n.host, port=n.port, jump=login) for n in nodes]  # keys are read over SSH
     pinned = {(p.host, p.port, p.fingerprint) for p in HostKeyPin.objects.filter(cluster=cluster)}
     out: list[FetchedHostKey] = []
 
