@@ -152,3 +152,15 @@ def test_every_shipped_rubric_is_in_canonical_form(path):
 def test_every_shipped_rubric_exports_byte_for_byte_once_frozen(path):
     version = rubric_version_import(text=path.read_text(), filename=path.name, freeze=True).rubric_version
     assert rubric_version_export(rubric_version=version) == path.read_text()
+
+
+@pytest.mark.parametrize("path", SHIPPED_FILES, ids=lambda p: p.name)
+def test_a_provider_that_passes_every_isolation_check_once_clears_every_pass_rate_gate(path):
+    """A pass-rate score is smoothed, (passes + 1) / (n + 2): one clean replicate scores 2/3 and
+    never 1.0. A gate threshold above that capped every provider, the clean ones included (seen
+    in the demo with 2026.2's thresholds of 1.0). Any failing replicate fails a gate by the
+    engine's own rule, so the threshold only has to let a clean record through."""
+    parsed = parse_rubric(path.read_text(), filename=str(path))
+    for criterion in parsed.criteria:
+        if criterion.is_gate and criterion.unit == "pass_rate":
+            assert criterion.gate_threshold <= 2 / 3, (criterion.key, criterion.gate_threshold)
