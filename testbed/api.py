@@ -1,7 +1,7 @@
 """Python API of the testbed: ``up``, ``down``, ``info``, ``status``, ``inject_fault``, ``provider_call``.
 
 ``up`` does the slow-changing preparation (tenant users and keys, config files, secrets,
-the state file) and starts the agent (agent.py), which builds the network and starts the
+the state file) and starts the agent (testbed/agent/), which builds the network and starts the
 daemons; ``up`` returns when the agent reports every initial node idle in Slurm.
 ``down`` undoes everything from the state file, and also sweeps anything left in the
 testbed's namespaces or naming its directory, so it works after a crash.
