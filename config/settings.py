@@ -115,6 +115,8 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
 
+# History pages are read-only (config/history_admin.py): a revert would bypass the workflow
+# services and the change permission, so old values are restored through the change page.
 SIMPLE_HISTORY_REVERT_DISABLED = True
 
 ROOT_URLCONF = "config.urls"
