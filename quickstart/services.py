@@ -160,10 +160,11 @@ def demo_provider_connect(*, spec: DemoProvider, info: Any, analyst: Any, say: S
             "login_host": info.login_addr,
             "login_port": info.ssh_port,
             "compute_nodes": "\n".join(n["address"] for n in ready),
-            # every run reads the nodes from Slurm (issue 18); a replacement node has no pinned key
-            # and is reported unverified over direct SSH, never trusted
+            # every run reads the nodes from Slurm and reaches them as a tenant's job does (srun from
+            # the login node), so a node the operator replaced is departed and its successor probed
+            # (issue 18)
             "inventory_source": ClusterAccess.InventorySource.SCHEDULER,
-            "node_access": ClusterAccess.NodeAccess.SSH,
+            "node_access": ClusterAccess.NodeAccess.SCHEDULER,
             "api_base_url": info.api_url,
             "disruptive_opt_in": True,  # our own testbed: fault injection is allowed
             "max_concurrency": 4,
