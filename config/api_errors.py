@@ -23,7 +23,7 @@ from functools import cache
 from importlib import import_module
 from typing import Any
 
-from django.core.exceptions import SuspiciousOperation
+from django.core.exceptions import ImproperlyConfigured, SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -41,17 +41,16 @@ class Conflict(exceptions.APIException):
 
 
 def _classes(*dotted: str) -> tuple[type[BaseException], ...]:
-    """The named exception classes that exist. Apps move code around (h1/h2 style refactors);
-    a class that moved is skipped here rather than breaking every API error, and the API
-    tests of that error then say so."""
+    """The named exception classes. A name that no longer resolves (a class moved or renamed)
+    is a configuration error raised at the first API error, never a silent skip that would
+    turn that domain error into a 500; tests/api/test_error_classes.py resolves them all."""
     out = []
     for name in dotted:
         module_name, _, attr = name.rpartition(".")
         try:
-            cls = getattr(import_module(module_name), attr)
-        except (ImportError, AttributeError):
-            continue
-        out.append(cls)
+            out.append(getattr(import_module(module_name), attr))
+        except (ImportError, AttributeError) as exc:
+            raise ImproperlyConfigured(f"config/api_errors.py names {name!r}, which does not exist") from exc
     return tuple(out)
 
 
