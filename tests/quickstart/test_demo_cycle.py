@@ -94,12 +94,12 @@ def demo_testbeds() -> Iterator[list[str]]:
 def _demo(*extra: str) -> str:
     out = io.StringIO()
     call_command(
-        "demo_cycle", "--prefix", PREFIX, "--probe-timeout", "300", *extra, stdout=out
+        "demo_cycle", "--prefix", PREFIX, "--probe-timeout", "600", *extra, stdout=out
     )
     return out.getvalue()
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(1200)
 def test_the_demo_cycle_publishes_a_report_that_ranks_the_exemplary_provider_above_the_leaky_one(
     celery_worker: Path, demo_testbeds: list[str]
 ) -> None:
@@ -118,7 +118,9 @@ def test_the_demo_cycle_publishes_a_report_that_ranks_the_exemplary_provider_abo
 
     runs = ProbeRun.objects.filter(cycle=cycle)
     assert runs.count() == 3 * len({r.probe_id for r in runs}) and not runs.filter(probe_id__in=SLOW_PROBES).exists()
-    assert set(runs.values_list("status", flat=True)) <= {ProbeRun.Status.DONE, ProbeRun.Status.ERROR}
+    # every run finished within the probe timeout (the catalog grew: exposure scans, a full port
+    # scan per node, disruptive probes one at a time after the pool settles)
+    assert set(runs.values_list("status", flat=True)) <= {ProbeRun.Status.DONE, ProbeRun.Status.ERROR}, output[-4000:]
     claimed = set(runs.values_list("claimed_by", flat=True))
     assert claimed and not any("in-process" in c for c in claimed), claimed  # the worker ran them
     assert "NO CELERY WORKER" not in output
