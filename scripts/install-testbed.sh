@@ -9,7 +9,8 @@ set -eu
 
 PKGS="openssh-server openssh-client slurmctld slurmd slurm-client slurmdbd munge \
 prometheus prometheus-node-exporter prometheus-pushgateway nginx rsyslog \
-mariadb-server mariadb-client iproute2 procps util-linux psmisc bridge-utils"
+mariadb-server mariadb-client iproute2 procps util-linux psmisc bridge-utils \
+socat rsync xz-utils bzip2 zstd"
 
 . "$(dirname "$0")/lib/apt.sh"
 # shellcheck disable=SC2086
