@@ -79,6 +79,8 @@ INSTALLED_APPS = [
     "ratings",
     "reviews",
     "probes",
+    "costs",  # issue 16: prices, availability, cost per useful Mtok (above ratings)
+    "grades",  # issue 17: grade definitions, eligibility, price references (above costs)
     "reports",
     "workbench",  # the analysts' cycle workbench: reads every app, imported by none
     "quickstart",  # last: the demo orchestrator (see quickstart/models.py for why it has one)

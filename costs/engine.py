@@ -1,0 +1,1 @@
+"""Pure cost arithmetic (no Django, no clock): filled in by issue 16."""

@@ -1,0 +1,1 @@
+"""Pure grade eligibility (no Django, no clock): filled in by issue 17."""

@@ -1,0 +1,1 @@
+"""Pure price-tracking statistics (no Django, no clock): filled in by issue 17."""
