@@ -23,6 +23,13 @@ Safety properties this module guarantees, so that no caller has to remember them
   provider supplies is ever executed as shell text.
 * Compute nodes are reached through the login node as a jump host (an SSH ``direct-tcpip`` channel),
   as on real managed clusters; the node's own host key is still verified against its pins.
+* A node no analyst pinned (one an operator just added) is trusted only through an OpenSSH HOST
+  certificate signed by a host CA the analyst pinned for the cluster. paramiko negotiates the
+  ``*-cert-v01@openssh.com`` host-key algorithms and checks that the server signed the key exchange
+  with the key inside the certificate, but it checks nothing about the certificate itself (no CA,
+  type, principals or validity), so :func:`_host_certificate_verify` does that with ``cryptography``.
+  Anything short of a valid certificate raises :class:`HostKeyUnverified` with a reason, before
+  authentication, like a changed key.
 
 Errors are typed: ``transient`` ones (refused, reset, timeouts) may be retried with backoff by the
 caller; the others (changed host key, failed authentication) must end the run at once.
@@ -30,6 +37,8 @@ caller; the others (changed host key, failed authentication) must end the run at
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import select
 import shlex
@@ -42,6 +51,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import paramiko
+from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import UnsupportedAlgorithm as UnsupportedAlgorithmError
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    PublicFormat,
+    SSHCertificate,
+    SSHCertificateType,
+    load_ssh_public_identity,
+)
 
 __all__ = [
     "AuthFailed",
@@ -56,6 +74,7 @@ __all__ = [
     "HostKey",
     "HostKeyChanged",
     "HostKeyNotPinned",
+    "HostKeyUnverified",
     "HostUnreachable",
     "Limits",
     "NodeDeparted",
@@ -67,6 +86,7 @@ __all__ = [
     "TransportError",
     "check_private_key",
     "connect",
+    "host_ca_parse",
     "host_key_fetch",
 ]
 
@@ -129,6 +149,39 @@ class HostKeyNotPinned(TransportError):
         super().__init__(f"no pinned host key for {endpoint} (it offered {offered.fingerprint})")
 
 
+class HostKeyUnverified(TransportError):
+    """The host's key could not be verified through a pinned host CA. No credential was sent.
+
+    ``reason`` is one of :data:`UNVERIFIED_REASONS`, so that a report (and a test) can tell a
+    stale certificate from a forged one.
+    """
+
+    code = "host_key_unverified"
+
+    def __init__(self, *, endpoint: str, offered: HostKey, reason: str, detail: str) -> None:
+        if reason not in UNVERIFIED_REASONS:
+            raise ValueError(f"unknown reason {reason!r}")
+        self.endpoint = endpoint
+        self.offered = offered
+        self.reason = reason
+        super().__init__(f"host key of {endpoint} unverified ({reason}): {detail}")
+
+
+#: Why a host's key was not trusted through its certificate.
+UNVERIFIED_REASONS = {
+    "no_certificate": "offered a plain key that is not pinned, and no certificate",
+    "malformed_certificate": "the certificate could not be read",
+    "not_host_certificate": "a user certificate offered as a host certificate",
+    "untrusted_ca": "signed by a CA no analyst pinned for this cluster",
+    "bad_signature": "the CA's signature on the certificate does not verify",
+    "key_mismatch": "the certificate is for another key than the one the host proved it holds",
+    "wrong_principal": "the certificate does not name this node",
+    "not_yet_valid": "the certificate's validity starts in the future",
+    "expired": "the certificate's validity ended",
+    "critical_options": "the certificate carries critical options a host certificate must not have",
+}
+
+
 class SchedulerRefused(TransportError):
     """The scheduler did not start the command on the node now (busy, drained, no allocation)."""
 
@@ -166,6 +219,16 @@ class CommandTemplateError(ValueError):
 _HOST_KEY_ALGORITHMS = {
     "ssh-rsa": ("rsa-sha2-512", "rsa-sha2-256"),
 }
+_CERT_SUFFIX = "-cert-v01@openssh.com"
+# Offered first where host CAs are pinned, so that a host with a certificate presents it.
+_CERT_ALGORITHMS = tuple(
+    f"{t}{_CERT_SUFFIX}"
+    for t in ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "rsa-sha2-512", "rsa-sha2-256")
+)
+# ... then the plain ones, so that a host without a certificate is refused as such ("no_certificate")
+# rather than failing the key exchange as if it were no SSH server.
+_PLAIN_ALGORITHMS = ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "ssh-rsa")
+_CA_KEY_TYPES = ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "ssh-rsa")
 
 
 @dataclass(frozen=True)
@@ -208,6 +271,11 @@ class Endpoint:
     port: int = 22
     host_keys: tuple[HostKey, ...] = ()
     jump: Endpoint | None = None
+    # Host CAs an analyst pinned (OpenSSH public-key lines): a host whose key is not in
+    # ``host_keys`` is trusted when it presents a host certificate signed by one of them that
+    # names ``principal`` (the node's name as the inventory gave it).
+    host_cas: tuple[str, ...] = ()
+    principal: str = ""
     # The node's name in the scheduler: when set, commands reach the node as a tenant's job does
     # (``srun --nodelist`` on the jump host, see :class:`SchedulerConnection`), not over SSH.
     scheduler_node: str = ""
@@ -219,6 +287,8 @@ class Endpoint:
             raise ValueError(f"invalid port {self.port}")
         if self.scheduler_node and self.jump is None:
             raise ValueError("a node reached through the scheduler needs the login node as its jump host")
+        if self.host_cas and not self.principal:
+            raise ValueError("an endpoint trusted through host CAs needs the principal its certificate must name")
 
     @property
     def label(self) -> str:
@@ -410,10 +480,13 @@ class SshConnection:
         timeouts: Timeouts,
         limits: Limits,
         connect_s: float,
+        verified_by: str = "pinned key",
     ) -> None:
         self._transport = transport
         self.endpoint = endpoint
         self.host_key = host_key
+        # how the host's key was trusted: "pinned key" or the certificate and its CA
+        self.verified_by = verified_by
         self.timeouts = timeouts
         self.limits = limits
         self.connect_s = connect_s
@@ -661,6 +734,99 @@ def _handshake(
     return transport, HostKey.of(transport.get_remote_server_key())
 
 
+def _key_types_to_offer(endpoint: Endpoint) -> tuple[str, ...]:
+    pinned = tuple(dict.fromkeys(k.key_type for k in endpoint.host_keys))
+    if not endpoint.host_cas:
+        return pinned
+    return _CERT_ALGORITHMS + (pinned or _PLAIN_ALGORITHMS)
+
+
+def _openssh_fingerprint(blob: bytes) -> str:
+    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode().rstrip("=")
+
+
+def host_ca_parse(text: str) -> HostKey:
+    """Check an OpenSSH public-key line as a host CA to pin; returns its type and fingerprint.
+
+    Raises ValueError for anything that is not one plain public key of a type OpenSSH signs
+    certificates with (a certificate, a private key or two keys are refused).
+    """
+    line = text.strip()
+    if not line or "\n" in line or "PRIVATE KEY" in line:
+        raise ValueError("expected one OpenSSH public key line (e.g. 'ssh-ed25519 AAAA... comment')")
+    parts = line.split()
+    if len(parts) < 2 or parts[0] not in _CA_KEY_TYPES:
+        raise ValueError(f"a host CA is a plain public key of type {', '.join(_CA_KEY_TYPES)}")
+    try:
+        identity = load_ssh_public_identity(f"{parts[0]} {parts[1]}".encode())
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"not a readable OpenSSH public key: {exc}") from exc
+    if isinstance(identity, SSHCertificate):
+        raise ValueError("a certificate is not a CA key")
+    return HostKey(key_type=parts[0], fingerprint=_openssh_fingerprint(base64.b64decode(parts[1])))
+
+
+def _ca_blob(line: str) -> bytes:
+    parts = line.split()
+    return base64.b64decode(parts[1]) if len(parts) >= 2 else b""
+
+
+def _host_certificate_verify(
+    transport: paramiko.Transport, endpoint: Endpoint, offered: HostKey, *, now: float
+) -> str:
+    """Check the certificate the host presented against the endpoint's pinned host CAs.
+
+    paramiko has already checked that the host signed the key exchange with the key inside the
+    certificate (``Transport._verify_key`` builds the key from the certificate blob), i.e. that
+    the host holds the certified key; everything about the certificate itself is checked here:
+    the CA is one an analyst pinned, its signature verifies, it is a HOST certificate, it names
+    ``endpoint.principal``, it is valid now, it carries no critical option, and its key is the
+    key the host proved (checked again, not assumed). Returns a short description for the log.
+    """
+
+    def refuse(reason: str, detail: str) -> HostKeyUnverified:
+        return HostKeyUnverified(endpoint=endpoint.label, offered=offered, reason=reason, detail=detail)
+
+    negotiated = transport.host_key_type or ""
+    proved = transport.get_remote_server_key()
+    blob = getattr(proved, "public_blob", None)
+    if not negotiated.endswith(_CERT_SUFFIX) or blob is None:
+        raise refuse("no_certificate", f"it offered {offered.key_type} {offered.fingerprint}, no pin matches")
+    try:
+        cert = load_ssh_public_identity(blob.key_type.encode() + b" " + base64.b64encode(blob.key_blob))
+    except (ValueError, TypeError, UnsupportedAlgorithmError) as exc:
+        raise refuse("malformed_certificate", str(exc)[:200]) from exc
+    if not isinstance(cert, SSHCertificate):
+        raise refuse("malformed_certificate", "not a certificate")
+    key_id = cert.key_id.decode("utf-8", errors="replace")[:100]
+    if cert.type is not SSHCertificateType.HOST:
+        raise refuse("not_host_certificate", f"certificate {key_id!r} is a {cert.type.name.lower()} certificate")
+    ca = cert.signature_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH)
+    ca_fp = _openssh_fingerprint(_ca_blob(ca.decode()))
+    if not any(_ca_blob(ca.decode()) == _ca_blob(pinned) for pinned in endpoint.host_cas):
+        raise refuse("untrusted_ca", f"certificate {key_id!r} is signed by {ca_fp}, which is not pinned")
+    try:
+        cert.verify_cert_signature()
+    except InvalidSignature as exc:
+        raise refuse("bad_signature", f"certificate {key_id!r} claims {ca_fp} but its signature fails") from exc
+    certified = cert.public_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH).split()
+    if len(certified) < 2 or certified[1].decode() != proved.get_base64():
+        raise refuse("key_mismatch", f"certificate {key_id!r} certifies another key than the host holds")
+    principals = [p.decode("utf-8", errors="replace") for p in cert.valid_principals]
+    if endpoint.principal not in principals:
+        # an empty list means "any host" to OpenSSH: a CA's wildcard is not evidence for this node
+        named = ", ".join(principals[:10]) or "no principal (any host)"
+        raise refuse("wrong_principal", f"certificate {key_id!r} names {named}, not {endpoint.principal!r}")
+    if now < cert.valid_after:
+        raise refuse("not_yet_valid", f"certificate {key_id!r} is valid from {cert.valid_after} (unix time)")
+    if now >= cert.valid_before:
+        raise refuse("expired", f"certificate {key_id!r} expired at {cert.valid_before} (unix time)")
+    if cert.critical_options:
+        names = ", ".join(k.decode("utf-8", errors="replace") for k in cert.critical_options)[:200]
+        raise refuse("critical_options", f"certificate {key_id!r} carries {names}")
+    return f"certificate {key_id!r} for {endpoint.principal} signed by {ca_fp}"
+
+
 def _load_private_key(credentials: Credentials) -> paramiko.PKey:
     assert credentials.private_key is not None
     for key_class in (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey):
@@ -697,15 +863,20 @@ def connect(
     started = time.monotonic()
     pkey = _load_private_key(credentials) if credentials.private_key else None
     sock = _open_socket(endpoint, timeouts, via)
-    transport, offered = _handshake(
-        sock, endpoint, timeouts, tuple(dict.fromkeys(k.key_type for k in endpoint.host_keys))
-    )
-    if not endpoint.host_keys:
+    transport, offered = _handshake(sock, endpoint, timeouts, _key_types_to_offer(endpoint))
+    verified_by = "pinned key"
+    if not endpoint.host_keys and not endpoint.host_cas:
         transport.close()
         raise HostKeyNotPinned(endpoint=endpoint.label, offered=offered)
     if offered not in endpoint.host_keys:
-        transport.close()
-        raise HostKeyChanged(endpoint=endpoint.label, offered=offered, pinned=endpoint.host_keys)
+        if not endpoint.host_cas:
+            transport.close()
+            raise HostKeyChanged(endpoint=endpoint.label, offered=offered, pinned=endpoint.host_keys)
+        try:
+            verified_by = _host_certificate_verify(transport, endpoint, offered, now=time.time())
+        except HostKeyUnverified:
+            transport.close()
+            raise
     try:
         if pkey is not None:
             transport.auth_publickey(credentials.username, pkey)
@@ -730,6 +901,7 @@ def connect(
         timeouts=timeouts,
         limits=limits,
         connect_s=time.monotonic() - started,
+        verified_by=verified_by,
     )
 
 
