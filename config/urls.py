@@ -5,6 +5,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 from django.views import defaults
 
+from config.admin_text import guard_admin_text
 from config.api_errors import json_error_view
 
 
@@ -15,6 +16,7 @@ def healthz(_request: HttpRequest) -> HttpResponse:
 admin.site.site_header = "Opgrade"
 admin.site.site_title = "Opgrade admin"
 admin.site.index_title = "Ratings of GPU cloud operators"
+guard_admin_text(admin.site)  # every admin form refuses NUL and bidi controls (config/admin_text.py)
 
 urlpatterns = [
     path("admin/workbench/", include("workbench.urls")),  # before admin/: the cycle workbench
