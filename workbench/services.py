@@ -10,6 +10,9 @@
   say what changed against the latest stored snapshot; ``ratings.services.cycle_scores_compute``
   stores it.
 * ``cycle_report_draft``: a draft report from the latest snapshot (``reports.services``).
+* ``cycle_reviews_plan``: fill the empty first and second documentation-review slots of the
+  cycle with unconflicted, least-loaded reviewers (a preview, or the assignments made through
+  ``reviews.services.assignment_create``, which audits each one).
 
 Who may call these is decided by the views (analysts and admins act); the services check
 the cycle's state, not the user.
@@ -17,14 +20,17 @@ the cycle's state, not the user.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 
+from config.access import Role, user_role
 from probes.catalog import UnknownProbe, probe_get
 from probes.models import ClusterAccess, ProbeRun
 from probes.services import probe_runs_start
@@ -35,6 +41,8 @@ from ratings.scoring import score_cycle
 from ratings.selectors import cycle_default_seed, cycle_evidence_get
 from reports.models import Report
 from reports.services import report_draft_create_from_snapshot
+from reviews.models import ConflictOfInterest, ReviewAssignment
+from reviews.services import ReviewsError, assignment_create
 from rubric.models import Criterion
 from workbench.selectors import probe_runs_with_errors
 
@@ -237,3 +245,115 @@ def cycle_report_draft(*, cycle: Cycle, user: Any) -> Report:
     if existing is not None:
         return existing
     return report_draft_create_from_snapshot(snapshot=snapshot, user=user)
+
+
+# ---------------------------------------------------------------------------------------- reviews
+@dataclass
+class ReviewPlan:
+    """Who would review what (a preview) or was assigned (after ``assign=True``)."""
+
+    assignments: list[tuple[Provider, Criterion, str, Any]] = field(default_factory=list)  # provider, criterion, slot, reviewer
+    skipped: list[str] = field(default_factory=list)  # "reviewer: why", one line per reviewer x provider
+    unfilled: list[str] = field(default_factory=list)  # "provider · criterion: slot — why no reviewer"
+    refused: list[str] = field(default_factory=list)  # the reviews service refused an assignment: why
+    units: int = 0  # provider x criterion units looked at
+    assigned: bool = False
+
+
+def cycle_review_criteria(*, cycle: Cycle) -> list[Criterion]:
+    """The cycle's rubric criteria that take documentation review, in rubric order."""
+    return [
+        c for c in Criterion.objects.filter(rubric_version=cycle.rubric_version).select_related("area")
+        .order_by("area__position", "position", "key")
+        if "doc_review" in (c.evidence_kinds or [])
+    ]
+
+
+def cycle_reviews_plan(
+    *, cycle: Cycle, by: Any, criterion: Criterion | None = None, provider: Provider | None = None,
+    assign: bool = False,
+) -> ReviewPlan:
+    """Fill the empty first and second review slots of the cycle's documentation-review criteria.
+
+    For each provider x criterion (or the one chosen), each empty slot gets the least-loaded
+    active reviewer (open assignments in any cycle, ties by username) who is not already in the
+    unit and has declared no conflict of interest with the provider; reviewers passed over for a
+    conflict are listed with the reason. With ``assign`` every pick goes through
+    ``reviews.services.assignment_create`` (which checks the role, the conflict and the slot
+    again, and writes the audit trail); otherwise nothing is written (a preview).
+    """
+    if user_role(by) not in {Role.ANALYST, Role.ADMIN, Role.PUBLISHER}:
+        raise WorkbenchError("only analysts and admins assign reviews")
+    if assign and user_role(by) not in {Role.ANALYST, Role.ADMIN}:
+        raise WorkbenchError("only analysts and admins assign reviews")
+    criteria = cycle_review_criteria(cycle=cycle)
+    if criterion is not None:
+        if criterion.pk not in {c.pk for c in criteria}:
+            raise WorkbenchError(
+                f"criterion {criterion.key} is not a documentation-review criterion of {cycle.rubric_version}"
+            )
+        criteria = [c for c in criteria if c.pk == criterion.pk]
+    providers = list(cycle.providers.order_by("name"))
+    if provider is not None:
+        if provider.pk not in {p.pk for p in providers}:
+            raise WorkbenchError(f"{provider.name} is not in the peer set of {cycle.name}")
+        providers = [provider]
+    plan = ReviewPlan(units=len(providers) * len(criteria))
+    reviewers = list(
+        get_user_model().objects.filter(groups__name=Role.REVIEWER.value, is_active=True).distinct()
+        .annotate(open_count=Count("review_assignments", filter=Q(review_assignments__status="assigned")))
+        .order_by("username")
+    )
+    if not criteria or not providers:
+        return plan
+    if not reviewers:
+        plan.unfilled.append("no active user has the reviewer role")
+        return plan
+    load = {r.pk: r.open_count for r in reviewers}
+    conflicts: dict[int, dict[int, str]] = defaultdict(dict)  # provider id -> reviewer id -> note
+    for reviewer_id, provider_id, note in ConflictOfInterest.objects.filter(
+        provider__in=providers, reviewer__in=reviewers
+    ).values_list("reviewer_id", "provider_id", "note"):
+        conflicts[provider_id][reviewer_id] = note
+    taken: dict[tuple[int, int], dict[str, int]] = defaultdict(dict)  # (provider, criterion) -> slot -> reviewer
+    for p_id, c_id, slot, r_id in ReviewAssignment.objects.filter(
+        cycle=cycle, provider__in=providers, criterion__in=criteria
+    ).values_list("provider_id", "criterion_id", "slot", "reviewer_id"):
+        taken[(p_id, c_id)][slot] = r_id
+    for p in providers:
+        empty_slots = False
+        for c in criteria:
+            unit = taken[(p.pk, c.pk)]
+            for slot in (ReviewAssignment.Slot.FIRST, ReviewAssignment.Slot.SECOND):
+                if slot in unit:
+                    continue
+                empty_slots = True
+                free = [r for r in reviewers if r.pk not in conflicts[p.pk] and r.pk not in unit.values()]
+                if not free:
+                    plan.unfilled.append(
+                        f"{p.name} · {c.key}: {slot} slot — no reviewer left without a conflict of interest "
+                        "or already reviewing it"
+                    )
+                    continue
+                pick = min(free, key=lambda r: (load[r.pk], r.get_username()))
+                unit[slot] = pick.pk
+                load[pick.pk] += 1
+                plan.assignments.append((p, c, slot, pick))
+        if empty_slots:  # who was passed over for this provider, and why
+            plan.skipped.extend(
+                f"{r.get_username()} for {p.name}: declared a conflict of interest"
+                + (f" ({conflicts[p.pk][r.pk]})" if conflicts[p.pk][r.pk] else "")
+                for r in reviewers if r.pk in conflicts[p.pk]
+            )
+    if assign:
+        made = []
+        for p, c, slot, reviewer in plan.assignments:
+            try:
+                assignment_create(cycle=cycle, provider=p, criterion=c, reviewer=reviewer, slot=slot, by=by)
+            except ReviewsError as exc:
+                plan.refused.append(f"{p.name} · {c.key} ({slot}, {reviewer.get_username()}): {exc}")
+                continue
+            made.append((p, c, slot, reviewer))
+        plan.assignments = made
+        plan.assigned = True
+    return plan

@@ -12,6 +12,7 @@ urlpatterns = [
     path("reports/<int:pk>/preview/", admin.site.admin_view(views.report_preview), name="report_preview"),
     path("<slug:slug>/", admin.site.admin_view(views.cycle_page), name="cycle"),
     path("<slug:slug>/probes/", admin.site.admin_view(views.probes_run), name="probes_run"),
+    path("<slug:slug>/reviews/", admin.site.admin_view(views.reviews_assign), name="reviews_assign"),
     path("<slug:slug>/tiers/", admin.site.admin_view(views.tiers), name="tiers"),
     path("<slug:slug>/report/", admin.site.admin_view(views.report_draft), name="report_draft"),
 ]

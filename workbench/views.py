@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -30,6 +31,7 @@ from ratings.services import cycle_scores_compute
 from reports.context import group_by_tier
 from reports.errors import ReportError
 from reports.models import Report
+from reviews.selectors import cycle_alpha
 from workbench import selectors, services
 
 READERS = frozenset({Role.ANALYST, Role.PUBLISHER, Role.ADMIN})
@@ -116,8 +118,10 @@ def cycle_page(request: HttpRequest, slug: str) -> HttpResponse:
     links = _EvidenceLinks(cycle)
     for row in wb.rows:
         row.matrix_html = _matrix_row(row, wb.criteria, links)
+    agreement = cycle_alpha(cycle=cycle)  # Krippendorff's alpha per documentation-review criterion
     return TemplateResponse(request, "workbench/cycle.html", _context(
         request, wb=wb, cycle=cycle, can_act=role in ACTORS, title=f"Workbench: {cycle.name}",
+        agreement=agreement, alpha_flags=[a for a in agreement if a.alpha is not None and a.flagged],
     ))
 
 
@@ -149,6 +153,64 @@ def probes_run(request: HttpRequest, slug: str) -> HttpResponse:
     for why in plan.skipped:
         messages.warning(request, f"Skipped {why}.")
     return _back(cycle)
+
+
+class ReviewAssignForm(forms.Form):
+    """Which units to fill: one documentation-review criterion of the cycle's rubric (or all),
+    for one provider of the peer set (or all). Choices are labelled with area, title and key."""
+
+    criterion = forms.TypedChoiceField(coerce=int, required=False, empty_value=None,
+                                       label="Criterion (documentation review)")
+    provider = forms.TypedChoiceField(coerce=int, required=False, empty_value=None, label="Provider")
+
+    def __init__(self, *args: Any, cycle: Cycle, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.criteria = {c.pk: c for c in services.cycle_review_criteria(cycle=cycle)}
+        self.providers = {p.pk: p for p in cycle.providers.order_by("name")}
+        self.fields["criterion"].choices = [("", f"Every unreviewed criterion ({len(self.criteria)})")] + [
+            (c.pk, f"{c.area.title} · {c.title} ({c.key})") for c in self.criteria.values()
+        ]
+        self.fields["provider"].choices = [("", f"The whole peer set ({len(self.providers)})")] + [
+            (p.pk, p.name) for p in self.providers.values()
+        ]
+
+
+@require_http_methods(["GET", "POST"])
+def reviews_assign(request: HttpRequest, slug: str) -> HttpResponse:
+    """Preview (GET) and make (POST) the first and second review assignments a cycle lacks."""
+    role = _require(request, READERS)
+    cycle = get_object_or_404(Cycle.objects.select_related("rubric_version"), slug=slug)
+    if request.method == "POST" and role not in ACTORS:
+        raise PermissionDenied("Only analysts and admins assign reviews.")
+    form = ReviewAssignForm(request.POST if request.method == "POST" else request.GET or None, cycle=cycle)
+    plan, error = None, ""
+    if form.is_bound and not form.is_valid():
+        error = "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items())
+    else:
+        data = form.cleaned_data if form.is_bound else {}
+        try:
+            plan = services.cycle_reviews_plan(
+                cycle=cycle, by=request.user, assign=request.method == "POST",
+                criterion=form.criteria.get(data.get("criterion")) if data.get("criterion") else None,
+                provider=form.providers.get(data.get("provider")) if data.get("provider") else None,
+            )
+        except services.WorkbenchError as exc:
+            error = str(exc)
+    if request.method == "POST":
+        if error:
+            messages.error(request, f"No review was assigned: {error}.")
+        else:
+            assert plan is not None
+            messages.success(request, f"Assigned {len(plan.assignments)} reviews in {cycle.name}.")
+            for why in plan.skipped:
+                messages.info(request, f"Skipped {why}.")
+            for why in plan.unfilled + plan.refused:
+                messages.warning(request, f"Not assigned: {why}.")
+        return _back(cycle)
+    return TemplateResponse(request, "workbench/reviews.html", _context(
+        request, cycle=cycle, form=form, plan=plan, error=error, can_act=role in ACTORS,
+        title=f"Assign reviews in {cycle.name}",
+    ))
 
 
 @require_http_methods(["GET", "POST"])

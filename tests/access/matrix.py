@@ -162,6 +162,9 @@ ACCESS: dict[str, Entry] = {
         methods={"GET": READERS, "POST": RUNNERS}, obj="cycle", provider_owned=False
     ),
     "admin/workbench/<slug>/report/": Entry(methods={"POST": RUNNERS}, obj="cycle", provider_owned=False),
+    "admin/workbench/<slug>/reviews/": Entry(
+        methods={"GET": READERS, "POST": RUNNERS}, obj="cycle", provider_owned=False
+    ),
     "admin/workbench/reports/<pk>/preview/": _get(READERS, obj="b_report"),
 }
 
