@@ -28,6 +28,7 @@ from typing import Any
 from django.db.models import Count, Exists, OuterRef, Q
 
 from probes.models import Finding, ProbeRun
+from probes.selectors import NextScheduledRun, next_scheduled_runs_by_cluster
 from providers.models import Cluster, Cycle, Provider
 from ratings.models import CustomerFeedback, DocReview, ScoreOverride, ScoreSnapshot, TierAssignment
 from reports.models import Report
@@ -105,6 +106,8 @@ class Workbench:
     snapshot: ScoreSnapshot | None
     reports: list[Report]
     readiness: list[ReadinessItem]
+    # (cluster, its probe schedules' next fire times, soonest first) for the peer set's clusters
+    next_runs: list[tuple[Cluster, list[NextScheduledRun]]] = field(default_factory=list)
 
     @property
     def can_compute(self) -> bool:
@@ -324,10 +327,12 @@ def cycle_workbench_get(*, cycle: Cycle) -> Workbench:
         "imports": FeedbackImport.objects.filter(cycle=cycle).count(),
     }
     reports = list(Report.objects.filter(cycle=cycle).order_by("-id")[:5])
+    upcoming = next_scheduled_runs_by_cluster(cluster_ids=[c.pk for cs in clusters.values() for c in cs])
+    next_runs = [(c, upcoming[c.pk]) for cs in clusters.values() for c in cs if c.pk in upcoming]
     workbench = Workbench(
         cycle=cycle, rubric=rubric, criteria=criteria, areas=areas, rows=rows, clusters=dict(clusters),
         runs=runs, running=running, failed_runs=failed_runs, review=review, feedback=feedback_totals,
-        snapshot=snapshot, reports=reports, readiness=[],
+        snapshot=snapshot, reports=reports, readiness=[], next_runs=next_runs,
     )
     workbench.readiness = readiness_check(workbench)
     return workbench
