@@ -3,7 +3,10 @@
 Secrets are write-only: the forms accept a private key, passphrase, password or API token and hand
 them to a service that encrypts them; no page ever renders one back (only "stored: yes/no").
 Host keys are pinned only through the "Fetch host keys to pin" action, which shows each
-fingerprint and records exactly the ones the analyst ticks. Runs and findings are read-only.
+fingerprint and records exactly the ones the analyst ticks; a provider's host CA only through
+"Pin a host CA", which shows the pasted key's fingerprint and stores it once the analyst confirms
+that fingerprint. Pins are read and removed here, never added or edited. Runs and findings are
+read-only.
 """
 
 from __future__ import annotations
@@ -21,9 +24,17 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from config.admin_readonly import ReadOnlyAdminMixin
-from probes import selectors, services
+from probes import services
 from probes.catalog import probe_choices
-from probes.models import ClusterAccess, Finding, HostKeyPin, ProbeRun, ProbeSchedule, TenantAccount
+from probes.models import (
+    ClusterAccess,
+    Finding,
+    HostCAPin,
+    HostKeyPin,
+    ProbeRun,
+    ProbeSchedule,
+    TenantAccount,
+)
 from probes.transport import TransportError, check_private_key
 
 SECRET_WIDGET = forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"})
@@ -106,10 +117,10 @@ class ClusterAccessAdmin(admin.ModelAdmin):
     list_display = ["cluster", "login_host", "login_port", "node_count", "api_token_stored", "disruptive_opt_in",
                     "max_concurrency"]  # fmt: skip
     list_filter = ["disruptive_opt_in", "inventory_source", "node_access"]
-    readonly_fields = ["inventory_last_seen", "nodes_departed", "nodes_joined", "next_scheduled_runs"]
+    readonly_fields = ["inventory_last_seen", "nodes_departed", "nodes_joined"]
     search_fields = ["cluster__name", "cluster__provider__name", "login_host"]
     list_select_related = ["cluster__provider"]
-    actions = ["action_fetch_host_keys"]
+    actions = ["action_fetch_host_keys", "action_pin_host_ca"]
 
     @admin.display(description="compute nodes")
     def node_count(self, obj: ClusterAccess) -> int:
@@ -159,20 +170,6 @@ class ClusterAccessAdmin(admin.ModelAdmin):
             ),
         )  # fmt: skip
 
-    @admin.display(description="next scheduled runs")
-    def next_scheduled_runs(self, obj: ClusterAccess) -> str:
-        upcoming = selectors.next_scheduled_runs(cluster=obj.cluster) if obj.pk else []
-        if not upcoming:
-            return "no probe schedule for this cluster"
-        return format_html(
-            "<ul>{}</ul>",
-            format_html_join(
-                "", "<li>{}: {} ({})</li>",
-                ((n.name, n.at.isoformat(timespec="seconds") if n.at else f"none ({n.why_not})", ", ".join(n.probes))
-                 for n in upcoming),
-            ),
-        )  # fmt: skip
-
     @admin.display(description="API token stored", boolean=True)
     def api_token_stored(self, obj: ClusterAccess) -> bool:
         return obj.has_api_token
@@ -193,12 +190,59 @@ class ClusterAccessAdmin(admin.ModelAdmin):
             return None
         return HttpResponseRedirect(reverse("admin:probes_clusteraccess_pin", args=[queryset.get().pk]))
 
+    @admin.action(description="Pin a host CA (shows its fingerprint first)")
+    def action_pin_host_ca(self, request: HttpRequest, queryset: QuerySet[ClusterAccess]) -> HttpResponse | None:
+        if queryset.count() != 1:
+            self.message_user(request, "Select exactly one cluster.", messages.ERROR)
+            return None
+        return HttpResponseRedirect(reverse("admin:probes_clusteraccess_pin_ca", args=[queryset.get().pk]))
+
     def get_urls(self) -> list:
         wrap = self.admin_site.admin_view
         return [
             path("<int:pk>/pin/", wrap(self.pin_view), name="probes_clusteraccess_pin"),
+            path("<int:pk>/pin-ca/", wrap(self.pin_ca_view), name="probes_clusteraccess_pin_ca"),
             *super().get_urls(),
         ]
+
+    def pin_ca_view(self, request: HttpRequest, pk: int) -> HttpResponse:
+        """Paste the provider's host CA public key -> see its type and fingerprint -> confirm to pin.
+
+        Nothing is fetched over the network: the CA key comes from the provider out of band, and
+        the analyst compares the fingerprint shown with the one the provider published.
+        """
+        access = get_object_or_404(ClusterAccess.objects.select_related("cluster"), pk=pk)
+        if not self.has_change_permission(request, access):
+            return HttpResponseRedirect(reverse("admin:index"))
+        public_key = str(request.POST.get("public_key", "")).strip() if request.method == "POST" else ""
+        preview = None
+        if request.method == "POST":
+            try:
+                preview = services.host_ca_preview(public_key=public_key)
+                if request.POST.get("confirm_fingerprint"):
+                    services.host_ca_pin(
+                        access=access, public_key=public_key, fingerprint=request.POST["confirm_fingerprint"],
+                        user=request.user,
+                    )  # fmt: skip
+                    self.message_user(
+                        request, f"Pinned host CA {preview.fingerprint} for {access.cluster}.", messages.SUCCESS
+                    )
+                    return HttpResponseRedirect(
+                        reverse("admin:probes_hostcapin_changelist") + f"?access__id__exact={access.pk}"
+                    )
+            except services.ProbeRunError as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+                preview = None
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Pin a host CA for {access.cluster}",
+            "access": access,
+            "public_key": public_key if preview else "",
+            "preview": preview,
+            "pinned": list(HostCAPin.objects.filter(access=access).order_by("pk")),
+        }
+        return TemplateResponse(request, "admin/probes/clusteraccess/pin_host_ca.html", context)
 
     def pin_view(self, request: HttpRequest, pk: int) -> HttpResponse:
         """GET: fetch and show the offered keys. POST: pin exactly the fingerprints ticked."""
@@ -308,6 +352,23 @@ class HostKeyPinAdmin(admin.ModelAdmin):
         return False
 
 
+@admin.register(HostCAPin)
+class HostCAPinAdmin(admin.ModelAdmin):
+    """Host CA pins are created only by the ClusterAccess action; here they are read and removed."""
+
+    list_display = ["fingerprint", "key_type", "access", "recorded_by", "recorded_at"]
+    list_filter = ["key_type", "access__cluster__provider"]
+    search_fields = ["fingerprint", "access__cluster__name"]
+    list_select_related = ["access__cluster__provider", "recorded_by"]
+    readonly_fields = ["access", "key_type", "fingerprint", "public_key", "recorded_by", "recorded_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 class ProbeScheduleForm(forms.ModelForm):
     probes = forms.MultipleChoiceField(choices=probe_choices, widget=forms.CheckboxSelectMultiple)
 
@@ -325,10 +386,10 @@ class ProbeScheduleForm(forms.ModelForm):
 @admin.register(ProbeSchedule)
 class ProbeScheduleAdmin(admin.ModelAdmin):
     form = ProbeScheduleForm
-    list_display = ["name", "cluster", "probe_list", "crontab", "interval", "enabled", "last_run_at", "next_run_at"]
+    list_display = ["name", "cluster", "probe_list", "crontab", "interval", "enabled", "last_run_at"]
     list_filter = ["enabled", "cluster__provider"]
     search_fields = ["name", "cluster__name"]
-    list_select_related = ["cluster__provider", "crontab", "interval", "periodic_task", *selectors.SCHEDULE_TIMING]
+    list_select_related = ["cluster__provider", "crontab", "interval", "periodic_task"]
     actions = ["action_run_now"]
 
     @admin.display(description="probes")
@@ -338,11 +399,6 @@ class ProbeScheduleAdmin(admin.ModelAdmin):
     @admin.display(description="last fired")
     def last_run_at(self, obj: ProbeSchedule) -> Any:
         return obj.periodic_task.last_run_at if obj.periodic_task else None
-
-    @admin.display(description="next run")
-    def next_run_at(self, obj: ProbeSchedule) -> Any:
-        upcoming = selectors.next_scheduled_run_of(schedule=obj)
-        return upcoming.at or f"none ({upcoming.why_not})"
 
     @admin.action(description="Run now")
     def action_run_now(self, request: HttpRequest, queryset: QuerySet[ProbeSchedule]) -> None:

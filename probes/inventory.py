@@ -178,12 +178,15 @@ def inventory_endpoints(
     through_scheduler: bool,
     pins: Mapping[tuple[str, int], tuple[HostKey, ...]],
     hints: Mapping[str, int] | None = None,
+    host_cas: tuple[str, ...] = (),
 ) -> tuple[Endpoint, ...]:
     """Endpoints for the usable nodes, behind the login node.
 
     Through the scheduler a node is named by its scheduler name (``srun --nodelist``) and needs
-    no pin. With direct SSH a node carries the pins recorded for its address (or name): a node
-    with none is left without, and the runner reports it unverified rather than connecting.
+    no pin. With direct SSH a node carries the pins recorded for its address (or name) and the
+    cluster's pinned host CAs, with its scheduler name as the principal its host certificate must
+    name; a node with neither is left without, and the runner reports it unverified rather than
+    connecting.
     ``hints``: an SSH port per host or name, from the list typed into the admin.
     """
     hints = hints or {}
@@ -196,7 +199,10 @@ def inventory_endpoints(
             continue
         port = hints.get(node.address) or hints.get(node.name) or node.port
         keys = pins.get((node.address, port)) or pins.get((node.name, port)) or ()
-        out.append(Endpoint(host=node.address, port=port, host_keys=keys, jump=login))
+        out.append(
+            Endpoint(host=node.address, port=port, host_keys=keys, jump=login, host_cas=host_cas,
+                     principal=node.name if host_cas else "")
+        )  # fmt: skip
     return tuple(out)
 
 

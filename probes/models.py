@@ -1,9 +1,11 @@
 """Probe targets and credentials, schedules, runs and their findings.
 
-* ``ClusterAccess``, ``TenantAccount`` and ``HostKeyPin`` say how to reach a cluster: its login
-  node, its compute nodes (listed or discovered through the scheduler), an optional provider API,
-  the tenant accounts we act as, and the host keys an analyst pinned. Secrets are stored encrypted
-  (``config.crypto``, MultiFernet) in ``*_encrypted`` columns and are never shown back.
+* ``ClusterAccess``, ``TenantAccount``, ``HostKeyPin`` and ``HostCAPin`` say how to reach a cluster:
+  its login node, its compute nodes (listed or discovered through the scheduler), an optional
+  provider API, the tenant accounts we act as, the host keys an analyst pinned, and the provider's
+  host CAs an analyst pinned (nodes reached by direct SSH are trusted through their certificates).
+  Secrets are stored encrypted (``config.crypto``, MultiFernet) in ``*_encrypted`` columns and
+  are never shown back.
 * ``ProbeSchedule`` is a cluster, a set of probes and a crontab or interval, backed by a
   django-celery-beat ``PeriodicTask`` that the services keep in sync.
 * ``ProbeRun`` is one probe against one cluster in one scheduled slot: a row with a lifecycle
@@ -246,6 +248,36 @@ class HostKeyPin(models.Model):
 
     def __str__(self) -> str:
         return f"{self.host}:{self.port} {self.key_type} {self.fingerprint}"
+
+
+class HostCAPin(models.Model):
+    """A provider's SSH host certificate authority an analyst pinned for one cluster access.
+
+    With direct SSH to compute nodes, a node whose own key nobody pinned (one the operator added
+    today) is trusted when it presents an OpenSSH host certificate signed by this CA naming the
+    node (``probes.transport``). Only the explicit admin action, which shows the fingerprint
+    before it stores anything, creates these; the key is public, never a secret.
+    """
+
+    access = models.ForeignKey(ClusterAccess, on_delete=models.CASCADE, related_name="host_ca_pins")
+    key_type = models.CharField(max_length=64)
+    fingerprint = models.CharField(max_length=100, help_text="OpenSSH SHA256 fingerprint of the CA key.")
+    public_key = models.TextField(help_text="The CA's OpenSSH public key line, as the analyst confirmed it.")
+    recorded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "host CA pin"
+        ordering = ["access", "fingerprint"]
+        constraints = [
+            models.UniqueConstraint(fields=["access", "fingerprint"], name="hostcapin_unique"),
+            models.CheckConstraint(condition=Q(fingerprint__startswith="SHA256:"), name="hostcapin_sha256"),
+        ]
+
+    def __str__(self) -> str:
+        return f"host CA {self.key_type} {self.fingerprint}"
 
 
 class ProbeSchedule(models.Model):

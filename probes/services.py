@@ -71,17 +71,27 @@ from probes.inventory import (
     parse_sinfo_inventory,
     scontrol_node,
 )
-from probes.models import ClusterAccess, Finding, HostKeyPin, ProbeRun, ProbeSchedule, TenantAccount
+from probes.models import (
+    ClusterAccess,
+    Finding,
+    HostCAPin,
+    HostKeyPin,
+    ProbeRun,
+    ProbeSchedule,
+    TenantAccount,
+)
 from probes.parsers import ParseError
 from probes.politeness import ProviderSlots
 from probes.transport import (
     Credentials,
     Endpoint,
     HostKey,
+    HostKeyUnverified,
     NodeDeparted,
     SshPool,
     TransportError,
     check_private_key,
+    host_ca_parse,
     host_key_fetch,
 )
 from providers.models import Cluster, Cycle
@@ -141,6 +151,13 @@ def _pins_by_host(cluster: Cluster) -> dict[tuple[str, int], tuple[HostKey, ...]
     return {k: tuple(v) for k, v in pins.items()}
 
 
+def _host_cas(access: ClusterAccess | None) -> tuple[str, ...]:
+    """The host CAs pinned for this cluster access (OpenSSH public-key lines)."""
+    if access is None or access.pk is None:
+        return ()
+    return tuple(HostCAPin.objects.filter(access=access).order_by("pk").values_list("public_key", flat=True))
+
+
 def compute_node_parse(line: str) -> tuple[str, int]:
     host, _, port = line.strip().rpartition(":") if line.count(":") == 1 else (line.strip(), "", "")
     if not port:
@@ -176,15 +193,20 @@ def cluster_endpoints(*, cluster: Cluster) -> tuple[Endpoint | None, list[Endpoi
         port=access.login_port,
         host_keys=pins.get((access.login_host, access.login_port), ()),
     )
+    cas = _host_cas(access)
     if _reads_inventory(access, cluster) and "nodes" in (access.inventory or {}):
         nodes = inventory_endpoints(
             last_seen_nodes(access.inventory), login=login, pins=pins, hints=dict(_listed_nodes(access)),
-            through_scheduler=access.node_access == ClusterAccess.NodeAccess.SCHEDULER,
+            through_scheduler=access.node_access == ClusterAccess.NodeAccess.SCHEDULER, host_cas=cas,
         )  # fmt: skip
         return login, list(nodes)
     nodes = []
     for host, port in _listed_nodes(access):
-        nodes.append(Endpoint(host=host, port=port, host_keys=pins.get((host, port), ()), jump=login))
+        # a listed node's certificate must name it as typed here (the list is its inventory)
+        nodes.append(
+            Endpoint(host=host, port=port, host_keys=pins.get((host, port), ()), jump=login,
+                     host_cas=cas, principal=host if cas else "")
+        )  # fmt: skip
     return login, nodes
 
 
@@ -331,26 +353,37 @@ def cluster_inventory_refresh(*, ctx: ProbeContext, cluster: Cluster) -> bool:
     ctx.nodes = inventory_endpoints(
         nodes, login=ctx.login, pins=_pins_by_host(cluster), hints=dict(_listed_nodes(access)),
         through_scheduler=access.node_access == ClusterAccess.NodeAccess.SCHEDULER,
+        host_cas=_host_cas(access),
     )  # fmt: skip
     return True
 
 
 def _unverified(target: Target) -> bool:
-    """A node reached by direct SSH from a run-time inventory with no pinned key: never trusted."""
+    """A node reached by direct SSH from a run-time inventory with no pinned key and no pinned host
+    CA to check a certificate against: never trusted, not even connected to."""
     e = target.endpoint
-    return bool(e is not None and e.jump is not None and not e.scheduler_node and not e.host_keys)
+    return bool(
+        e is not None and e.jump is not None and not e.scheduler_node and not e.host_keys and not e.host_cas
+    )
 
 
-def _unverified_draft(probe: Probe, target: Target) -> FindingDraft:
+def _unverified_draft(probe: Probe, target: Target, error: HostKeyUnverified | None = None) -> FindingDraft:
+    """The finding of a node whose key could not be verified: an error, never a pass."""
+    if error is None:
+        summary = (
+            f"unverified: {target.name} has no pinned host key and the cluster no pinned host CA, so it was "
+            "not connected to (pin its key or the provider's host CA, or reach nodes through the scheduler)"
+        )
+        reason = "not_pinned"
+    else:
+        summary = f"unverified: {error} (no credential was sent; pin the provider's host CA or the node's key)"
+        reason = error.reason
     return FindingDraft(
         target=target.name,
         outcome=Outcome.ERROR,
         metric=probe.metric.name,
-        summary=(
-            f"unverified: {target.name} has no pinned host key, so it was not connected to (pin its key, "
-            "or reach nodes through the scheduler)"
-        ),
-        evidence={"error_code": "host_key_unverified", "unverified": True, "transient": False},
+        summary=summary[:500],
+        evidence={"error_code": "host_key_unverified", "unverified": True, "transient": False, "reason": reason},
     )
 
 
@@ -409,6 +442,38 @@ def host_keys_fetch(*, cluster: Cluster, pool_factory: PoolFactory = SshPool) ->
     finally:
         ctx.close()
     return out
+
+
+def host_ca_preview(*, public_key: str) -> HostKey:
+    """The type and fingerprint of a host CA an analyst pasted, to show before pinning.
+    Raises ProbeRunError for anything but one plain OpenSSH public key."""
+    try:
+        return host_ca_parse(public_key)
+    except ValueError as exc:
+        raise ProbeRunError(f"not a host CA public key: {exc}") from exc
+
+
+def host_ca_pin(*, access: ClusterAccess, public_key: str, fingerprint: str, user: Any = None) -> HostCAPin:
+    """Pin the provider's host CA for this cluster access, as the analyst confirmed it.
+
+    ``fingerprint`` is the one the analyst was shown: if the key does not have it (the form was
+    edited between preview and confirmation) nothing is stored.
+    """
+    key = host_ca_preview(public_key=public_key)
+    if key.fingerprint != fingerprint:
+        raise ProbeRunError("the CA key is not the one whose fingerprint was confirmed; nothing pinned")
+    kind, blob = public_key.split()[:2]
+    pin, _ = HostCAPin.objects.get_or_create(
+        access=access,
+        fingerprint=key.fingerprint,
+        defaults={
+            "key_type": key.key_type,
+            "public_key": f"{kind} {blob}",
+            "recorded_by": user if user and user.is_authenticated else None,
+        },
+    )
+    logger.info("cluster access %s: host CA %s pinned", access.pk, key.fingerprint)
+    return pin
 
 
 def host_key_pin(
@@ -939,6 +1004,22 @@ def _conclude(run: ProbeRun, probe: Probe, state: _RunState, targets: list[Targe
         state.failures.remove(failure)
         state.departed += 1
         ProbeRun.objects.filter(pk=run.pk, progress_total__gt=0).update(progress_total=F("progress_total") - 1)
+    # A node whose certificate did not verify is reported unverified (with why), like a node with
+    # no pin: a finding of its own, not a run error, and never a pass.
+    now = timezone.now()
+    for failure in [f for f in state.failures if isinstance(f.error, HostKeyUnverified)]:
+        assert isinstance(failure.error, HostKeyUnverified)
+        with transaction.atomic():
+            if finding_record(
+                run=run, draft=_unverified_draft(probe, failure.target, failure.error), started_at=now,
+                finished_at=now,
+            ):  # fmt: skip
+                state.written += 1
+                ProbeRun.objects.filter(pk=run.pk, progress_done__lt=F("progress_total")).update(
+                    progress_done=F("progress_done") + 1
+                )
+        state.failures.remove(failure)
+        state.unverified += 1
     permanent = [f for f in state.failures if not getattr(f.error, "transient", False)]
     transient = [f for f in state.failures if getattr(f.error, "transient", False)]
     if transient and not permanent and run.attempt < settings.OPGRADE_PROBE_MAX_ATTEMPTS:

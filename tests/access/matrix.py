@@ -209,6 +209,7 @@ ADMIN_ACCESS: dict[str, AdminEntry] = {
     "probes.clusteraccess": _STAFF_VIEW,
     "probes.tenantaccount": _STAFF_VIEW,
     "probes.hostkeypin": _STAFF_VIEW,
+    "probes.hostcapin": _STAFF_VIEW,  # pinned only through the ClusterAccess action (tests/probes/test_host_ca_pin.py)
     "probes.probeschedule": _STAFF_VIEW,
     "probes.proberun": _STAFF_VIEW,
     "probes.finding": _STAFF_VIEW,
