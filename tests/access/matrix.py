@@ -91,6 +91,12 @@ ACCESS: dict[str, Entry] = {
     "api/v1/findings/<pk>/": _get(STAFF, obj="b_finding"),
     "api/v1/tenant-accounts/": Entry(methods={"GET": STAFF, "POST": RUNNERS}),
     "api/v1/tenant-accounts/<pk>/": _get(STAFF, obj="b_tenant_account"),
+    # --- costs: prices (runners write, staff readers read) and a cycle's live costs ----------
+    "api/v1/cluster-prices/": Entry(methods={"GET": READERS, "POST": RUNNERS}),
+    "api/v1/cluster-prices/<pk>/": Entry(
+        methods={"GET": READERS, "PUT": RUNNERS, "PATCH": RUNNERS}, obj="b_price"
+    ),
+    "api/v1/cycle-costs/<cycle_slug>/": _get(READERS, obj="cycle", provider_owned=False),
     # --- reports API (drafts: staff with report permissions) ------------------------------
     "api/v1/reports/": Entry(methods={"GET": frozenset({ANALYST, PUBLISHER, ADMIN}),
                                       "POST": frozenset({ANALYST, PUBLISHER, ADMIN})}),
@@ -213,6 +219,7 @@ ADMIN_ACCESS: dict[str, AdminEntry] = {
     "probes.probeschedule": _STAFF_VIEW,
     "probes.proberun": _STAFF_VIEW,
     "probes.finding": _STAFF_VIEW,
+    "costs.clusterprice": _STAFF_VIEW,
     "reports.report": _STAFF_VIEW,
     "reports.reportsource": _STAFF_VIEW,
     "reviews.providermembership": _STAFF_VIEW,

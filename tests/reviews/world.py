@@ -126,6 +126,7 @@ def _private_data_plant(w: World) -> None:
         o[f"{name}_finding"] = _finding(cluster, w.cycle, f"{tag} finding summary")
         o[f"{name}_probe_run"] = o[f"{name}_finding"].run
         o[f"{name}_tenant_account"] = _tenant_account(cluster)
+        o[f"{name}_price"] = _price(cluster, w.cycle, f"{tag} price notes")
     o["b_conflict"] = ConflictOfInterest.objects.create(reviewer=u["reviewer3"], provider=w.b, note=f"{B_SECRET} coi")
     csv_text = (
         "provider_slug,area_or_criterion,rating,source,respondent_org,comment,date\n"
@@ -160,6 +161,16 @@ def _finding(cluster: Any, cycle: Cycle, summary: str) -> Any:
         run=run, probe_id="docs.check", probe_version="1", target="cluster", metric="", outcome="fail",
         summary=summary,
     )
+
+
+def _price(cluster: Any, cycle: Cycle, notes: str) -> Any:
+    """The cluster's price in the cycle (issue 16), with a private marker in its notes."""
+    try:
+        model = apps.get_model("costs", "ClusterPrice")
+    except LookupError:
+        return None
+    return model.objects.create(cluster=cluster, cycle=cycle, base="negotiated", base_per_gpu_hour=2,
+                                base_source="contract", notes=notes)
 
 
 def _tenant_account(cluster: Any) -> Any:

@@ -1,0 +1,339 @@
+"""Reads for cost of useful output: per cluster in a cycle, P, T, g, A and cost per useful Mtok.
+
+``cycle_costs(cycle)`` is what grades and reports call. For every cluster of the cycle's peer set
+it gathers, from stored rows only:
+
+* P: the cluster's ``ClusterPrice`` for the cycle (components with sources; the owned basis too);
+* T and g: one replicate per ``serving_goodput`` finding (metric ``throughput_at_target``) of the
+  cycle: its value (tok/s per accelerator at the target interactivity; None when the target was
+  outside the measured range) and its evidence's ``goodput``;
+* A: ``availability(cycle=..., cluster=...)``, measured, never assumed (see its docstring);
+
+and hands them to the pure ``costs.engine``. Whatever is missing makes the cost unknown, with the
+reason in words: nothing is assumed or filled in.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from costs import engine
+from costs.models import ClusterPrice
+from probes.models import Finding
+from providers.models import Cluster, Cycle
+
+SERVING_PROBE = "serving_goodput"
+SERVING_METRIC = "throughput_at_target"
+AVAILABILITY_PROBES = ("ssh_reachable", "node_inventory")
+DOWNTIME_PROBE, DOWNTIME_METRIC = "node_replacement_time", "seconds"
+USABLE = frozenset({"pass", "warn"})
+UNUSABLE = frozenset({"fail", "provider_error", "timeout", "declined"})
+HISTORY_CYCLES = 4  # earlier cycles shown in the standings
+
+
+# --- availability -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AvailabilitySlot:
+    slot: str  # ISO time of the scheduled slot
+    usable: bool | None  # None: not measurable (our harness failed, or no node answered at all)
+    nodes: int
+    unusable_nodes: tuple[str, ...] = ()
+    gpus_seen: int | None = None
+
+
+@dataclass(frozen=True)
+class Availability:
+    """A = (usable slots / measured slots) x (1 - downtime / period); None when no slot was measured."""
+
+    value: float | None
+    samples: tuple[float, ...]  # one per measured slot: 1 or 0, times the downtime factor
+    usable: int
+    measured: int
+    unmeasured: int
+    downtime_s: float
+    period_s: float
+    slots: tuple[AvailabilitySlot, ...] = ()
+    reason: str = ""
+
+
+def _period(cycle: Cycle) -> tuple[dt.datetime, dt.datetime]:
+    start = dt.datetime.combine(cycle.period_start, dt.time.min, tzinfo=dt.UTC)
+    return start, dt.datetime.combine(cycle.period_end, dt.time.min, tzinfo=dt.UTC) + dt.timedelta(days=1)
+
+
+def _slot(findings: Sequence[tuple[str, str, str, str, float | None]], ordered_gpus: int, when: dt.datetime) -> AvailabilitySlot:
+    """One scheduled slot: usable when every node answered both probes and the GPUs ordered were there."""
+    nodes: dict[str, set[str]] = defaultdict(set)
+    gpus: dict[str, float] = {}
+    for _probe, target, metric, outcome, value in findings:
+        if metric == "gpu_count":
+            if outcome in USABLE and value is not None:
+                gpus[target] = value
+            continue
+        if metric == "":
+            nodes[target].add(outcome)
+    unusable = tuple(sorted(t for t, outcomes in nodes.items() if outcomes & UNUSABLE))
+    unmeasured = any("error" in outcomes for outcomes in nodes.values())
+    gpus_seen = int(sum(gpus.values())) if gpus else None
+    if unusable:
+        usable: bool | None = False
+    elif unmeasured or not nodes:
+        usable = None
+    else:
+        usable = gpus_seen is None or ordered_gpus <= 0 or gpus_seen >= ordered_gpus
+    return AvailabilitySlot(slot=when.isoformat(), usable=usable, nodes=len(nodes), unusable_nodes=unusable,
+                            gpus_seen=gpus_seen)
+
+
+def availability(*, cycle: Cycle, cluster: Cluster) -> Availability:
+    """The share of the cycle's scheduled availability samples in which the ordered capacity was usable.
+
+    A sample is one slot of the cluster's ``ProbeSchedule`` runs of ``ssh_reachable`` and
+    ``node_inventory`` for this cycle, scheduled within the cycle's period. The slot is usable when
+    every node answered both (pass), and, where ``node_inventory`` counted GPUs, at least the
+    cluster's ordered GPU count was there; unusable when any node failed, timed out, was refused
+    or declined; unmeasured (left out, and counted) when our own harness failed. The downtime the
+    reliability probe ``node_replacement_time`` measured in the cycle (seconds until the pool was
+    whole again; a censored run counts at its deadline) is time the ordered capacity was not
+    whole: A = usable/measured x (1 - downtime/period).
+    """
+    start, end = _period(cycle)
+    period_s = (end - start).total_seconds()
+    rows = (
+        Finding.objects.filter(
+            run__cycle=cycle, run__cluster=cluster, run__schedule__isnull=False,
+            run__probe_id__in=AVAILABILITY_PROBES, run__scheduled_for__gte=start, run__scheduled_for__lt=end,
+        )
+        .values_list("run__scheduled_for", "probe_id", "target", "metric", "outcome", "value")
+        .order_by("run__scheduled_for", "id")
+    )
+    by_slot: dict[dt.datetime, list[tuple[str, str, str, str, float | None]]] = defaultdict(list)
+    for when, probe_id, target, metric, outcome, value in rows:
+        by_slot[when].append((probe_id, target, metric, outcome, value))
+    slots = tuple(_slot(found, cluster.gpu_count, when) for when, found in sorted(by_slot.items()))
+    downtime = 0.0
+    for value in Finding.objects.filter(
+        run__cycle=cycle, run__cluster=cluster, probe_id=DOWNTIME_PROBE, metric=DOWNTIME_METRIC,
+        run__scheduled_for__gte=start, run__scheduled_for__lt=end, value__isnull=False,
+    ).exclude(outcome__in=("error", "not_applicable")).values_list("value", flat=True):
+        downtime += max(0.0, float(value))
+    measured = [s for s in slots if s.usable is not None]
+    factor = max(0.0, 1.0 - downtime / period_s)
+    samples = tuple((1.0 if s.usable else 0.0) * factor for s in measured)
+    usable = sum(1 for s in measured if s.usable)
+    if not measured:
+        reason = (
+            "no scheduled availability samples (ssh_reachable and node_inventory from a probe schedule) "
+            "in the cycle's period" if not slots else "no scheduled availability sample could be measured"
+        )
+        value = None
+    else:
+        reason, value = "", usable / len(measured) * factor
+    return Availability(value=value, samples=samples, usable=usable, measured=len(measured),
+                        unmeasured=len(slots) - len(measured), downtime_s=downtime, period_s=period_s,
+                        slots=slots, reason=reason)
+
+
+# --- serving ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ServingReplicate:
+    finding_id: int
+    run_id: int
+    throughput: float | None  # tok/s per accelerator at the target; None when out of range
+    goodput: float | None
+    in_range: bool
+    error_rate: float | None = None
+    accelerators: int | None = None
+    target_interactivity: float | None = None
+
+
+def serving_replicates(*, cycle: Cycle, cluster: Cluster) -> list[ServingReplicate]:
+    """One replicate per serving_goodput finding (one per probe run) of the cluster in the cycle."""
+    out = []
+    findings = Finding.objects.filter(
+        run__cycle=cycle, run__cluster=cluster, probe_id=SERVING_PROBE, metric=SERVING_METRIC,
+    ).exclude(outcome__in=("error", "not_applicable")).order_by("id")
+    for f in findings:
+        ev = f.evidence if isinstance(f.evidence, dict) else {}
+        goodput = ev.get("goodput")
+        out.append(ServingReplicate(
+            finding_id=f.pk, run_id=f.run_id, throughput=f.value,
+            goodput=float(goodput) if isinstance(goodput, int | float) else None,
+            in_range=bool(ev.get("in_range", f.value is not None)) and f.value is not None,
+            error_rate=ev.get("error_rate") if isinstance(ev.get("error_rate"), int | float) else None,
+            accelerators=ev.get("accelerators") if isinstance(ev.get("accelerators"), int) else None,
+            target_interactivity=ev.get("target_interactivity_tok_s_per_user")
+            if isinstance(ev.get("target_interactivity_tok_s_per_user"), int | float) else None,
+        ))
+    return out
+
+
+# --- price --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Price:
+    effective: float | None
+    components: tuple[engine.PriceComponent, ...] = ()
+    owned: float | None = None
+    owned_components: tuple[engine.PriceComponent, ...] = ()
+    reason: str = ""
+
+
+def price_for(*, cycle: Cycle, cluster: Cluster, row: ClusterPrice | None = None) -> Price:
+    """The cluster's effective price in the cycle (and the owned basis), or why it is unknown."""
+    if row is None:
+        row = ClusterPrice.objects.filter(cycle=cycle, cluster=cluster).select_related("cluster").first()
+    if row is None:
+        return Price(effective=None, reason="no price recorded for this cluster in this cycle")
+    listed = row.components()
+    if listed[0]["amount"] is None:
+        return Price(effective=None, reason="no base price: the row names none and the cluster has no list price")
+    parts = tuple(engine.PriceComponent(p["name"], float(p["amount"]), p["source"]) for p in listed)
+    try:
+        effective = engine.effective_price(parts)
+    except engine.CostInputError as exc:
+        return Price(effective=None, components=parts, reason=f"the price cannot be used: {exc}")
+    owned, owned_parts = None, ()
+    if row.has_owned_basis:
+        basis = engine.OwnedBasis(
+            capex_per_gpu=float(row.capex_per_gpu), discount_rate=float(row.discount_rate or 0),
+            life_years=float(row.life_years or 0), power_per_gpu_hour=float(row.power_per_gpu_hour),
+            space_per_gpu_hour=float(row.space_per_gpu_hour), staff_per_gpu_hour=float(row.staff_per_gpu_hour),
+            hours_per_year=float(row.hours_per_year), source=row.owned_source,
+        )
+        try:
+            owned_parts = engine.owned_components(basis)
+            owned = sum(c.amount_per_gpu_hour for c in owned_parts)
+        except engine.CostInputError:
+            owned, owned_parts = None, ()
+    return Price(effective=effective, components=parts, owned=owned, owned_components=owned_parts)
+
+
+# --- the cycle ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ClusterCost:
+    provider_slug: str
+    provider_name: str
+    cluster_id: int
+    cluster_name: str
+    gpu_count: int
+    price: Price
+    replicates: tuple[ServingReplicate, ...]
+    availability: Availability
+    throughput: float | None = None  # mean over in-range replicates
+    goodput: float | None = None
+    estimate: engine.CostEstimate | None = None  # on the effective price
+    owned_estimate: engine.CostEstimate | None = None  # on the owned basis
+    inferencex: float | None = None  # P / (T * 3600 / 1e6): the ideal-day figure, for comparison
+    reason: str = ""  # why the cost is unknown ("" when known)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def known(self) -> bool:
+        return self.estimate is not None
+
+
+def cycle_seed(cycle: Cycle) -> int:
+    """A seed fixed by the cycle alone (its slug), so re-reading a cycle gives the same intervals."""
+    return int.from_bytes(hashlib.sha256(f"costs:{cycle.slug}".encode()).digest()[:4], "big")
+
+
+def _cluster_cost(cycle: Cycle, cluster: Cluster, row: ClusterPrice | None, seed: int, bootstrap: int) -> ClusterCost:
+    price = price_for(cycle=cycle, cluster=cluster, row=row)
+    reps = tuple(serving_replicates(cycle=cycle, cluster=cluster))
+    avail = availability(cycle=cycle, cluster=cluster)
+    usable = [r for r in reps if r.in_range and r.throughput is not None and r.goodput is not None]
+    base = {
+        "provider_slug": cluster.provider.slug, "provider_name": cluster.provider.name, "cluster_id": cluster.pk,
+        "cluster_name": cluster.name, "gpu_count": cluster.gpu_count, "price": price, "replicates": reps,
+        "availability": avail,
+    }
+    if usable:
+        base["throughput"] = sum(r.throughput for r in usable) / len(usable)  # type: ignore[misc]
+        base["goodput"] = sum(r.goodput for r in usable) / len(usable)  # type: ignore[misc]
+    notes = []
+    if len(usable) < len(reps):
+        notes.append(f"{len(reps) - len(usable)} of {len(reps)} serving replicates had the target outside the "
+                     "measured range (never extrapolated) or no goodput")
+    reason = ""
+    if not reps:
+        reason = "no serving_goodput measurement in this cycle"
+    elif not usable:
+        reason = "the target interactivity was outside the measured range in every serving replicate"
+    elif avail.value is None:
+        reason = f"availability unknown: {avail.reason}"
+    elif price.effective is None and price.owned is None:
+        reason = price.reason
+    if reason:
+        return ClusterCost(**base, reason=reason, notes=tuple(notes))
+    pairs = [engine.Replicate(r.throughput, r.goodput) for r in usable]  # type: ignore[arg-type]
+    own_seed = seed ^ cluster.pk
+    estimate = owned = None
+    try:
+        if price.effective is not None:
+            estimate = engine.cost_estimate(price.effective, pairs, avail.samples, seed=own_seed, bootstrap=bootstrap)
+        if price.owned is not None:
+            owned = engine.cost_estimate(price.owned, pairs, avail.samples, seed=own_seed, bootstrap=bootstrap)
+    except engine.CostInputError as exc:
+        return ClusterCost(**base, reason=str(exc), notes=tuple(notes))
+    if estimate is None:  # an owner with no rental price: the owned basis is the headline
+        estimate, owned = owned, None
+        notes.append("no rental price: the cost is on the owned basis")
+    inferencex = None
+    if price.effective is not None:
+        inferencex = engine.inferencex_cost_per_mtok(price.effective, base["throughput"])
+    return ClusterCost(**base, estimate=estimate, owned_estimate=owned, inferencex=inferencex, notes=tuple(notes))
+
+
+def cycle_costs(cycle: Cycle, *, seed: int | None = None,
+                bootstrap: int = engine.DEFAULT_BOOTSTRAP) -> list[ClusterCost]:
+    """Every cluster of the cycle's peer set: P, T/g/A replicates, cost per useful Mtok or why unknown.
+
+    Ordered by cost (known first, cheapest first), then provider and cluster name.
+    """
+    seed = cycle_seed(cycle) if seed is None else seed
+    clusters = list(Cluster.objects.filter(provider__in=cycle.providers.all()).select_related("provider"))
+    rows = {p.cluster_id: p for p in ClusterPrice.objects.filter(cycle=cycle).select_related("cluster")}
+    out = [_cluster_cost(cycle, c, rows.get(c.pk), seed, bootstrap) for c in clusters]
+    return sorted(out, key=lambda c: (c.estimate is None, c.estimate.point if c.estimate else 0.0,
+                                      c.provider_name, c.cluster_name))
+
+
+def provider_costs(costs: Sequence[ClusterCost]) -> dict[str, float | None]:
+    """Per provider, its cheapest known cluster's cost (None when none is known)."""
+    best: dict[str, float | None] = {}
+    for c in costs:
+        value = c.estimate.point if c.estimate else None
+        current = best.get(c.provider_slug)
+        if value is not None and (current is None or value < current):
+            best[c.provider_slug] = value
+        else:
+            best.setdefault(c.provider_slug, None)
+    return best
+
+
+def cost_standings(cycle: Cycle, *, history: int = HISTORY_CYCLES,
+                   current: Sequence[ClusterCost] | None = None) -> dict[str, list[engine.Standing]]:
+    """Each provider's cost and rank among peers over this cycle and up to ``history`` earlier ones.
+
+    Earlier cycles are those ending before this one starts that share a provider with it, oldest
+    first; each is read with ``cycle_costs`` (its own seed), so a rank there is among its own peers.
+    """
+    providers = list(cycle.providers.all())
+    earlier = list(
+        Cycle.objects.filter(period_end__lt=cycle.period_start, providers__in=providers)
+        .distinct().order_by("-period_end", "slug")[:history]
+    )[::-1]
+    series = [engine.CycleCosts(c.slug, provider_costs(cycle_costs(c, bootstrap=200))) for c in earlier]
+    series.append(engine.CycleCosts(cycle.slug, provider_costs(current if current is not None else cycle_costs(cycle))))
+    mine = {p.slug for p in providers}
+    return {slug: rows for slug, rows in engine.standings(series).items() if slug in mine}
+
+
+__all__ = [
+    "Availability", "AvailabilitySlot", "ClusterCost", "Price", "ServingReplicate", "availability",
+    "cost_standings", "cycle_costs", "cycle_seed", "price_for", "provider_costs", "serving_replicates",
+]

@@ -1,0 +1,167 @@
+"""costs.selectors: P, T, g and A read from a cycle's rows, and the cost or why it is unknown."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+
+from costs import engine
+from costs.selectors import availability, cost_standings, cycle_costs
+from tests.costs.conftest import (
+    DAY,
+    cycle_of,
+    price,
+    provider_with_cluster,
+    sample,
+    samples,
+    schedule_for,
+    serving,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_cluster_with_price_serving_and_samples_gets_a_cost_with_an_interval():
+    provider, cluster = provider_with_cluster("alpha")
+    cycle = cycle_of(provider)
+    price(cluster, cycle, "2.00", storage_per_gpu_hour=Decimal("0.10"), storage_source="storage page")
+    for t, g in ((100.0, 0.9), (110.0, 0.95), (90.0, 0.85)):
+        serving(cluster, cycle, t, g)
+    samples(cluster, cycle, usable=9, unusable=1)
+    [row] = cycle_costs(cycle)
+    assert row.known and row.reason == ""
+    assert row.price.effective == pytest.approx(2.10)
+    assert [c.name for c in row.price.components] == ["negotiated", "storage", "egress", "support"]
+    assert row.throughput == pytest.approx(100.0) and row.goodput == pytest.approx(0.9)
+    assert row.availability.value == pytest.approx(0.9)
+    expected = engine.cost_per_useful_mtok(2.10, 100.0, 0.9, 0.9)
+    assert row.estimate.point == pytest.approx(expected)
+    assert row.estimate.low <= expected <= row.estimate.high
+    assert row.inferencex == pytest.approx(engine.inferencex_cost_per_mtok(2.10, 100.0))
+    assert cycle_costs(cycle) == cycle_costs(cycle)  # seeded by the cycle
+
+
+def test_no_availability_samples_means_the_cost_is_unknown_not_assumed():
+    provider, cluster = provider_with_cluster("alpha")
+    cycle = cycle_of(provider)
+    price(cluster, cycle)
+    serving(cluster, cycle, 100.0, 1.0)
+    [row] = cycle_costs(cycle)
+    assert row.estimate is None and row.availability.value is None
+    assert row.reason.startswith("availability unknown: no scheduled availability samples")
+
+
+def test_unscheduled_and_out_of_period_runs_are_not_samples():
+    provider, cluster = provider_with_cluster("alpha")
+    cycle = cycle_of(provider)
+    schedule = schedule_for(cluster, cycle)
+    sample(cluster, cycle, None, DAY, {"n1": "pass"})  # an ad hoc run: not a scheduled sample
+    sample(cluster, cycle, schedule, dt.datetime(2026, 12, 5, tzinfo=dt.UTC), {"n1": "pass"})  # after the period
+    assert availability(cycle=cycle, cluster=cluster).measured == 0
+
+
+def test_a_slot_is_unusable_when_a_node_fails_or_ordered_gpus_are_missing():
+    provider, cluster = provider_with_cluster("alpha", gpus=16)
+    cycle = cycle_of(provider)
+    schedule = schedule_for(cluster, cycle)
+    sample(cluster, cycle, schedule, DAY, {"n1": "pass", "n2": "pass"}, gpus={"n1": 8, "n2": 8})
+    sample(cluster, cycle, schedule, DAY + dt.timedelta(minutes=5), {"n1": "pass", "n2": "pass"},
+           gpus={"n1": 8, "n2": 7})
+    sample(cluster, cycle, schedule, DAY + dt.timedelta(minutes=10), {"n1": "pass", "n2": "timeout"})
+    sample(cluster, cycle, schedule, DAY + dt.timedelta(minutes=15), {"n1": "pass", "n2": "error"})
+    a = availability(cycle=cycle, cluster=cluster)
+    assert (a.usable, a.measured, a.unmeasured) == (1, 3, 1)
+    assert [s.usable for s in a.slots] == [True, False, False, None]
+    assert a.slots[2].unusable_nodes == ("n2",)
+    assert a.value == pytest.approx(1 / 3)
+
+
+def test_the_reliability_probes_downtime_lowers_availability():
+    from probes.models import Finding
+    from tests.costs.conftest import _run
+
+    provider, cluster = provider_with_cluster("alpha")
+    cycle = cycle_of(provider)
+    samples(cluster, cycle, usable=4, unusable=0)
+    run = _run(cluster, cycle, "node_replacement_time", DAY)
+    Finding.objects.create(run=run, probe_id="node_replacement_time", probe_version="2", target="cluster",
+                           metric="seconds", outcome="pass", value=25920.0)  # 1% of a 30-day period
+    a = availability(cycle=cycle, cluster=cluster)
+    assert a.downtime_s == 25920.0
+    assert a.value == pytest.approx(0.99)
+
+
+def test_out_of_range_targets_are_never_extrapolated():
+    provider, cluster = provider_with_cluster("alpha")
+    cycle = cycle_of(provider)
+    price(cluster, cycle)
+    samples(cluster, cycle, usable=2, unusable=0)
+    serving(cluster, cycle, None, 0.5)
+    [row] = cycle_costs(cycle)
+    assert row.estimate is None and "outside the measured range" in row.reason
+    serving(cluster, cycle, 80.0, 0.9)
+    [row] = cycle_costs(cycle)
+    assert row.known and row.throughput == 80.0 and any("outside the measured range" in n for n in row.notes)
+
+
+def test_missing_price_and_missing_serving_are_named():
+    provider, cluster = provider_with_cluster("alpha")
+    cluster.list_price_per_gpu_hour = None
+    cluster.save()
+    cycle = cycle_of(provider)
+    [row] = cycle_costs(cycle)
+    assert row.reason == "no serving_goodput measurement in this cycle"
+    serving(cluster, cycle, 80.0, 0.9)
+    samples(cluster, cycle, usable=1, unusable=0)
+    [row] = cycle_costs(cycle)
+    assert row.reason == "no price recorded for this cluster in this cycle"
+
+
+def test_the_list_price_is_the_default_base():
+    from costs import services
+
+    provider, cluster = provider_with_cluster("alpha")  # list price 2.50
+    cycle = cycle_of(provider)
+    services.cluster_price_record(cluster=cluster, cycle=cycle, base_source="price page")
+    serving(cluster, cycle, 100.0, 1.0)
+    samples(cluster, cycle, usable=1, unusable=0)
+    [row] = cycle_costs(cycle)
+    assert row.price.effective == pytest.approx(2.5) and row.price.components[0].name == "list"
+    assert row.estimate.point == pytest.approx(engine.inferencex_cost_per_mtok(2.5, 100.0))
+
+
+def test_the_owned_basis_is_a_second_cost():
+    provider, cluster = provider_with_cluster("alpha")
+    cycle = cycle_of(provider)
+    price(cluster, cycle, "2.00", capex_per_gpu=Decimal("30000"), discount_rate=Decimal("0.08"),
+          life_years=Decimal("5"), power_per_gpu_hour=Decimal("0.12"), owned_source="capex plan")
+    serving(cluster, cycle, 100.0, 1.0)
+    samples(cluster, cycle, usable=1, unusable=0)
+    [row] = cycle_costs(cycle)
+    owned = 30000 * engine.capital_recovery_factor(0.08, 5) / 8760 + 0.12
+    assert row.price.owned == pytest.approx(owned)
+    assert row.owned_estimate.point == pytest.approx(engine.cost_per_useful_mtok(owned, 100.0, 1.0, 1.0))
+
+
+def test_clusters_are_ordered_cheapest_first_and_standings_flag_a_faster_rival():
+    you, your_cluster = provider_with_cluster("you")
+    rival, rival_cluster = provider_with_cluster("rival")
+    first = cycle_of(you, rival, slug="c1", start=dt.date(2026, 9, 1), end=dt.date(2026, 9, 30))
+    second = cycle_of(you, rival)
+    # cost = P * 1e6 / (3600 * T): choose T for costs 10 -> 8 (you) and 12 -> 6 (rival) at P = 3.6
+    for cycle, when, t_you, t_rival in ((first, dt.datetime(2026, 9, 2, tzinfo=dt.UTC), 100.0, 1000 / 12),
+                                        (second, DAY, 125.0, 1000 / 6)):
+        for cluster, t in ((your_cluster, t_you), (rival_cluster, t_rival)):
+            price(cluster, cycle, "3.60")
+            serving(cluster, cycle, t, 1.0, when=when)
+            schedule = schedule_for(cluster, cycle)
+            sample(cluster, cycle, schedule, when, {"n1": "pass"})
+    rows = cycle_costs(second)
+    assert [r.provider_slug for r in rows] == ["rival", "you"]
+    assert [round(r.estimate.point, 6) for r in rows] == [6.0, 8.0]
+    standing = cost_standings(second)
+    assert [(s.cycle, round(s.cost, 6), s.rank) for s in standing["you"]] == [("c1", 10.0, 1), ("c-2026-11", 8.0, 2)]
+    assert standing["you"][-1].fell_behind and standing["you"][-1].overtaken_by == ("rival",)
+    assert not standing["rival"][-1].fell_behind
