@@ -7,7 +7,8 @@ JSON 4xx with a ``detail`` instead of a 500 debug page:
 
 * Django's ``ValidationError`` (``full_clean``, model constraints) -> 400 with the field messages;
 * role refusals (``RoleRefused``, ``ReportPermissionError``) -> 403;
-* frozen or immutable rows, label clashes and database integrity conflicts -> 409;
+* frozen or immutable rows, a report in the wrong lifecycle state, label clashes and database
+  integrity conflicts -> 409;
 * other domain input and state errors (reviews, reports, rubric, ratings, probes) -> 400;
   a malformed rubric file also lists each problem as file, line, field and message;
 * ``SuspiciousOperation`` (oversized or malformed requests) -> 400.
@@ -61,7 +62,7 @@ def _domain_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseE
     forbidden = _classes("reviews.services.RoleRefused", "reports.errors.ReportPermissionError")
     conflict = _classes(
         "rubric.models.FrozenRubricError", "rubric.services.RubricConflictError", "config.immutability.ImmutableError",
-        "reports.errors.ReportImmutableError",
+        "reports.errors.ReportImmutableError", "reports.errors.ReportStateError",
     )
     bad_input = _classes(
         "reviews.services.ReviewsError", "reports.errors.ReportError", "ratings.engine_types.ScoringInputError",

@@ -30,7 +30,7 @@ def test_the_whole_lifecycle_works_through_the_api(publisher_client, cycle):
     assert created.status_code == 201, created.content
     pk = created.json()["id"]
     assert created.json()["status"] == "draft"
-    assert publisher_client.post(f"/api/v1/reports/{pk}/publish/").status_code == 400  # fact-check first
+    assert publisher_client.post(f"/api/v1/reports/{pk}/publish/").status_code == 409  # fact-check first: a state clash
     assert publisher_client.post(f"/api/v1/reports/{pk}/fact-check/").json()["status"] == "fact_check"
     assert publisher_client.post(f"/api/v1/reports/{pk}/publish/").json()["status"] == "published"
 
