@@ -288,7 +288,11 @@ class TenantAccountForm(forms.ModelForm):
         help_text="Write-only: OpenSSH or PEM private key. Leave empty to keep the stored one.",
     )
     passphrase = forms.CharField(required=False, widget=SECRET_WIDGET, help_text="Write-only.")
-    password = forms.CharField(required=False, widget=SECRET_WIDGET, help_text="Write-only.")
+    password = forms.CharField(
+        required=False, widget=SECRET_WIDGET,
+        help_text="Write-only. The tenant's HTTP login for the metrics and log URLs (with the username, or the "
+        "one the settings' http_users name); used for SSH only when no private key is given.",
+    )
 
     class Meta:
         model = TenantAccount

@@ -172,6 +172,16 @@ ACCESS: dict[str, Entry] = {
         methods={"GET": READERS, "POST": RUNNERS}, obj="cycle", provider_owned=False
     ),
     "admin/workbench/reports/<pk>/preview/": _get(READERS, obj="b_report"),
+    # cluster onboarding (issue 15.3): readers see the overview and the evidence checklist; only
+    # runners open the steps (forms) and act; reviewers and provider accounts never get in
+    "admin/workbench/clusters/<pk>/onboard/": _get(READERS, obj="b_cluster"),
+    "admin/workbench/clusters/<pk>/onboard/evidence/": _get(READERS, obj="b_cluster"),
+    **{
+        f"admin/workbench/clusters/<pk>/onboard/{step}/": Entry(
+            methods={"GET": RUNNERS, "POST": RUNNERS}, obj="b_cluster"
+        )
+        for step in ("access", "tenants", "hostkeys", "settings", "check")
+    },
 }
 
 
