@@ -1,0 +1,195 @@
+"""The serving probe's arithmetic: the load generator's JSON in, the throughput/interactivity curve out.
+
+Pure (no Django, no sockets, no clock). Input: the document ``probes/catalog/_serving_loadgen.py``
+prints (per concurrency point, per request: TTFT, TPOT, tokens counted from the stream, status,
+and the server's own ``usage``/``timings`` for the same request). Output, per point:
+
+* TTFT and TPOT p50/p90 (ms) over the point's successful requests;
+* interactivity = 1000 / TPOT p50 (tok/s per user), InferenceX's x axis;
+* throughput = output tokens of successful requests / the point's wall time / accelerators
+  (tok/s per GPU; per node on a CPU testbed), InferenceX's y axis;
+* error rate = failed requests / requests;
+* goodput = tokens in requests that met both SLOs (TTFT <= ``ttft_ms`` and TPOT <= ``tpot_ms``)
+  / tokens asked for by every request of the point (a failed request asked and got nothing).
+
+Then the Pareto frontier of throughput against interactivity, and the throughput (and goodput) at a
+target interactivity by monotone cubic interpolation along the frontier (scipy's
+PchipInterpolator). A target outside the frontier's measured interactivity range is reported as
+out of range with no value: never extrapolated.
+
+``server_check`` compares the client's measurement with the server's own for the same requests:
+output tokens counted from the stream vs ``usage.completion_tokens``, and the decode rate
+(tokens after the first / time from the first to the last token) vs llama.cpp's
+``timings.predicted_ms`` over the same tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from probes.parsers import ParseError
+
+
+@dataclass(frozen=True)
+class Slo:
+    ttft_ms: float
+    tpot_ms: float
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Linear-interpolated percentile (numpy's default), ``q`` in 0..100; None for no values."""
+    xs = sorted(float(v) for v in values)
+    if not xs:
+        return None
+    pos = (len(xs) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _r(x: float | None, nd: int = 3) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+def point_summary(point: Mapping[str, Any], *, slo: Slo, accelerators: float, expected_tokens: int) -> dict[str, Any]:
+    try:
+        concurrency = int(point["concurrency"])
+        wall = float(point["wall_s"])
+        reqs = list(point["requests"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ParseError(f"not a load generator point: {exc}") from exc
+    ok = [r for r in reqs if r.get("ok")]
+    ttfts = [float(r["ttft_ms"]) for r in ok if r.get("ttft_ms") is not None]
+    tpots = [float(r["tpot_ms"]) for r in ok if r.get("tpot_ms") is not None]
+    tokens = sum(int(r.get("output_tokens", 0)) for r in ok)
+    # the span in which this point's requests ran (the point's wall time includes thread joins)
+    span = max((float(r.get("end_s", 0)) for r in reqs), default=0.0) - min(
+        (float(r.get("start_s", 0)) for r in reqs), default=0.0
+    )
+    span = span if span > 0 else wall
+    tpot_p50 = percentile(tpots, 50)
+    good = sum(
+        int(r.get("output_tokens", 0))
+        for r in ok
+        if r.get("ttft_ms") is not None
+        and float(r["ttft_ms"]) <= slo.ttft_ms
+        and r.get("tpot_ms") is not None
+        and float(r["tpot_ms"]) <= slo.tpot_ms
+    )
+    asked = max(1, expected_tokens) * len(reqs)
+    return {
+        "concurrency": concurrency,
+        "requests": len(reqs),
+        "ttft_p50_ms": _r(percentile(ttfts, 50)),
+        "ttft_p90_ms": _r(percentile(ttfts, 90)),
+        "tpot_p50_ms": _r(tpot_p50),
+        "tpot_p90_ms": _r(percentile(tpots, 90)),
+        "interactivity_tok_s_per_user": _r(1000.0 / tpot_p50) if tpot_p50 else None,
+        "throughput_tok_s_per_gpu": _r(tokens / span / accelerators) if span > 0 and ok else 0.0,
+        "error_rate": _r((len(reqs) - len(ok)) / len(reqs), 4) if reqs else None,
+        "goodput": _r(min(1.0, good / asked), 4) if reqs else None,
+    }
+
+
+def pareto_frontier(points: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]:
+    """The points no other point beats on both axes, by interactivity ascending (throughput then
+    falls). Points without an interactivity (no successful request) are not on it."""
+    pts = [
+        (float(p["interactivity_tok_s_per_user"]), float(p["throughput_tok_s_per_gpu"]), float(p.get("goodput") or 0))
+        for p in points
+        if p.get("interactivity_tok_s_per_user") and p.get("throughput_tok_s_per_gpu")
+    ]
+    front: list[tuple[float, float, float]] = []
+    for x, y, g in sorted(pts, key=lambda t: (-t[0], -t[1])):  # from the most interactive down
+        if not front or y > front[-1][1]:
+            front.append((x, y, g))
+    front.reverse()
+    return [{"interactivity_tok_s_per_user": x, "throughput_tok_s_per_gpu": y, "goodput": g} for x, y, g in front]
+
+
+def at_target(frontier: Sequence[Mapping[str, float]], target: float, key: str = "throughput_tok_s_per_gpu") -> float | None:
+    """``key`` at interactivity ``target`` along the frontier (PCHIP, monotone); None out of range."""
+    xs = [float(p["interactivity_tok_s_per_user"]) for p in frontier]
+    ys = [float(p[key]) for p in frontier]
+    if not xs or target < xs[0] or target > xs[-1]:
+        return None
+    if len(xs) == 1:
+        return ys[0]
+    from scipy.interpolate import PchipInterpolator  # scipy: only here, where the curve is drawn
+
+    return float(PchipInterpolator(xs, ys, extrapolate=False)(target))
+
+
+def server_check(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The client's token counts and decode rate against the server's own for the same requests."""
+    client_tokens = server_tokens = 0
+    client_ms = server_ms = 0.0
+    client_steps = server_steps = 0
+    compared = timed = 0
+    for point in doc.get("points", []):
+        for r in point.get("requests", []):
+            if not r.get("ok"):
+                continue
+            usage = r.get("usage") or {}
+            if usage.get("completion_tokens") is not None:
+                compared += 1
+                client_tokens += int(r["output_tokens"])
+                server_tokens += int(usage["completion_tokens"])
+            t = r.get("timings") or {}
+            n = int(r.get("output_tokens", 0))
+            if t.get("predicted_ms") and t.get("predicted_n") and r.get("tpot_ms") is not None and n > 1:
+                timed += 1
+                client_ms += float(r["tpot_ms"]) * (n - 1)
+                client_steps += n - 1
+                server_ms += float(t["predicted_ms"])
+                # llama.cpp times generation from the first sampled token on: predicted_n tokens,
+                # the first of which ends the prompt step, so predicted_ms spans predicted_n - 1 steps
+                server_steps += max(1, int(t["predicted_n"]) - 1)
+    out: dict[str, Any] = {"requests_compared": compared, "requests_timed": timed}
+    if compared:
+        out["output_tokens_client"] = client_tokens
+        out["output_tokens_server"] = server_tokens
+        out["token_ratio"] = round(client_tokens / server_tokens, 4) if server_tokens else None
+    if timed and client_ms > 0 and server_ms > 0:
+        client_rate = client_steps * 1000.0 / client_ms
+        server_rate = server_steps * 1000.0 / server_ms
+        out["decode_tok_s_client"] = round(client_rate, 3)
+        out["decode_tok_s_server"] = round(server_rate, 3)
+        out["decode_rate_ratio"] = round(client_rate / server_rate, 4)
+    ratios = [out.get("token_ratio"), out.get("decode_rate_ratio")]
+    out["within_5pct"] = bool(compared and timed) and all(r is not None and abs(r - 1) <= 0.05 for r in ratios)
+    return out
+
+
+def analyse(doc: Mapping[str, Any], *, slo: Slo, target: float, accelerators: float) -> dict[str, Any]:
+    """The evidence of one serving_goodput finding (the contract's keys) from one loadgen document."""
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("points"), list):
+        raise ParseError("not a load generator document (no points)")
+    if accelerators <= 0:
+        raise ParseError("accelerators must be positive")
+    expected = int(doc.get("output_tokens") or 0)
+    points = [point_summary(p, slo=slo, accelerators=accelerators, expected_tokens=expected) for p in doc["points"]]
+    frontier = pareto_frontier(points)
+    value = at_target(frontier, target)
+    goodput = at_target(frontier, target, key="goodput") if value is not None else None
+    total = sum(p["requests"] for p in points)
+    failed = sum(round((p["error_rate"] or 0) * p["requests"]) for p in points)
+    xs = [f["interactivity_tok_s_per_user"] for f in frontier]
+    return {
+        "points": points,
+        "frontier": [
+            {"interactivity_tok_s_per_user": f["interactivity_tok_s_per_user"], "throughput_tok_s_per_gpu": f["throughput_tok_s_per_gpu"]}
+            for f in frontier
+        ],
+        "target_interactivity_tok_s_per_user": target,
+        "in_range": value is not None,
+        "range_tok_s_per_user": [min(xs), max(xs)] if xs else None,
+        "throughput_at_target": None if value is None else round(value, 3),
+        "goodput": None if goodput is None else round(min(1.0, max(0.0, goodput)), 4),
+        "error_rate": round(failed / total, 4) if total else None,
+        "accelerators": accelerators,
+        "slo": {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms},
+        "server_check": server_check(doc),
+    }
