@@ -299,7 +299,12 @@ class Endpoint:
 
     @property
     def key(self) -> tuple[object, ...]:
-        return (self.host, self.port, self.jump.key if self.jump else None, self.scheduler_node)
+        # the trust anchors are part of the identity: a connection verified as one principal (or
+        # against one set of pins) is never handed out for another
+        return (
+            self.host, self.port, self.jump.key if self.jump else None, self.scheduler_node,
+            self.host_keys, self.host_cas, self.principal,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

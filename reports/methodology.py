@@ -7,6 +7,7 @@ report keeps the explanation it was published with even if this text changes lat
 
 from __future__ import annotations
 
+from costs.methodology import COST_METHODOLOGY_TEXT
 from probes.thresholds import sources_summary
 
 METHODOLOGY_TEXT = """\
@@ -59,3 +60,4 @@ exactly what was published.
 """
 # Where the probes' bars come from: ClusterMAX's published minimum versions, or Opgrade's own choice.
 METHODOLOGY_TEXT += "\n" + sources_summary() + "\n"
+METHODOLOGY_TEXT += "\n" + COST_METHODOLOGY_TEXT  # issue 16: cost per useful Mtok and availability

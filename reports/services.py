@@ -159,6 +159,7 @@ def report_draft_discard(*, report: Report) -> None:
 
 def report_draft_create_from_snapshot(*, snapshot: Any, user: Any = None) -> Report:
     """Build the document from a ratings.ScoreSnapshot (with movement, history and overrides) as a draft."""
+    from costs.document import cost_section
     from reports.context import build_report_document
     from reports.snapshot import snapshot_report_input
 
@@ -166,6 +167,7 @@ def report_draft_create_from_snapshot(*, snapshot: Any, user: Any = None) -> Rep
         document = build_report_document(snapshot_report_input(snapshot))
     except DocumentError as exc:
         raise ReportInputError(f"score snapshot {snapshot.pk} cannot make a report: {exc}") from exc
+    document["costs"] = cost_section(snapshot.cycle)  # issue 16: the cost curve, beside the tiers
     with transaction.atomic():
         report = report_draft_create(cycle=snapshot.cycle, snapshot_document=document, user=user)
         ReportSource.objects.create(report=report, score_snapshot=snapshot)

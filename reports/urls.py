@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from reports import views
+from reports import costs_section, views
 from reports.api import views as api_views
 
 app_name = "reports"
@@ -18,6 +18,8 @@ urlpatterns = [
     path("reports/<int:pk>/providers/<slug:slug>/", views.provider_page, name="provider"),
     path("reports/<int:pk>/providers/<slug:slug>.txt", views.provider_text, name="provider-text"),
     path("reports/<int:pk>/charts/<slug:chart>/<slug:slug>.svg", views.chart_svg, name="chart"),
+    path("reports/<int:pk>/costs/", costs_section.costs_page, name="costs"),
+    path("reports/<int:pk>/cost-curve.svg", costs_section.cost_curve, name="cost-curve"),
     path("methodology/<slug:name>/<str:version>/", views.methodology, name="methodology"),
     path("api/public/reports/", api_views.PublicReportList.as_view(), name="api-report-list"),
     path("api/public/reports/<int:pk>/", api_views.PublicReportDetail.as_view(), name="api-report-detail"),

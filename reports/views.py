@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_safe
 
-from reports import charts, rendering, selectors
+from reports import charts, costs_section, rendering, selectors
 from reports.context import group_by_tier
 from reports.http import cached_response, public_report_bytes, report_meta
 from reports.models import Report
@@ -159,7 +159,7 @@ def export_json(request: HttpRequest, pk: int) -> HttpResponse:
 @require_safe
 def export_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
     meta = report_meta(pk)
-    builders = {"providers": rendering.providers_csv, "criteria": rendering.criteria_csv}
+    builders = {"providers": rendering.providers_csv, "criteria": rendering.criteria_csv, **costs_section.CSV_TABLES}
     if table not in builders:
         raise Http404("Unknown CSV table.")
 

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed import configs, runtime
+from testbed import configs, hostca, runtime
 from testbed.errors import TestbedError
 from testbed.layout import (
     BASE_DIR,
@@ -85,6 +85,9 @@ class TestbedInfo:
     tenants: list[Tenant]
     nodes: dict[str, dict[str, Any]]
     knobs: dict[str, Any] = field(default_factory=dict)
+    # the testbed's SSH host CA (public key line): every compute node presents a host certificate
+    # it signed, replacements included (testbed/hostca.py)
+    host_ca_public_key: str = ""
 
     def tenant(self, tenant_id: str) -> Tenant:
         return next(t for t in self.tenants if t.id == tenant_id)
@@ -273,6 +276,8 @@ def _prepare(lay: Layout, knobs: dict[str, Any]) -> None:
             str(root / "ssh" / "host_login"),
         ]
     )
+    hostca.ca_create(root / "ssh", lay.name)
+    hostca.job_check_write(root, lay.slurm_conf)
     private_tmp = knobs["fs"]["private_tmp"]
     (root / "ssh" / "sshd_config").write_text(
         configs.sshd_config(lay, [t["user"] for t in tenants], pam=private_tmp)
@@ -496,6 +501,7 @@ def info(name: str) -> TestbedInfo:
         tenants=tenants,
         nodes=nodes,
         knobs=knobs,
+        host_ca_public_key=hostca.ca_public_key(lay.root / "ssh"),
     )
 
 

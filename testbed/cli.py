@@ -46,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--out", help="directory to copy the tenant private keys into")
     i = sub.add_parser("info", help="print everything about one testbed as JSON (secrets included)")
     i.add_argument("name")
+    h = sub.add_parser("host-ca", help="print the testbed's SSH host CA public key (to pin it)")
+    h.add_argument("name")
     r = sub.add_parser("redteam", help="apply (or revert) a red-team mutation no profile knob makes")
     r.add_argument("name", nargs="?")
     r.add_argument("mutation", nargs="?")
@@ -94,6 +96,11 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(api.inject_fault(args.name, args.node, args.kind)))
         elif args.cmd == "creds":
             print(json.dumps(api.creds(args.name, args.out), indent=1))
+        elif args.cmd == "host-ca":
+            key = api.info(args.name).host_ca_public_key
+            if not key:
+                raise TestbedError(f"testbed {args.name} has no host CA (made before host certificates existed)")
+            print(key)
         elif args.cmd == "info":
             print(json.dumps(api.info(args.name).as_dict(), indent=1))
         elif args.cmd == "redteam":

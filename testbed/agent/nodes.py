@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any
 
-from testbed import configs, runtime
+from testbed import configs, hostca, runtime
 from testbed.agent.base import HOST_ONLY, AgentBase
 from testbed.errors import TestbedError
 
@@ -97,6 +97,8 @@ class NodeLifecycle(AgentBase):
                     str(hostkey),
                 ]
             )
+        # a fresh host certificate at every boot, for the node's name and address (testbed/hostca.py)
+        cert = hostca.host_cert_sign(lay.root / "ssh", hostkey, name=name, address=node["address"])
         (lay.faults / f"{name}.unhealthy").unlink(missing_ok=True)
         root = str(lay.root)
         wrap: dict[str, Any] = {
@@ -123,6 +125,9 @@ class NodeLifecycle(AgentBase):
                     f"HostKey={hostkey}",
                     "-o",
                     f"ListenAddress={node['address']}",
+                    *hostca.node_sshd_options(
+                        lay.root, name=name, cert=cert, restrict_to_jobs=bool(self.knobs.get("ssh", {}).get("restrict_to_jobs"))
+                    ),
                 ],
             ),
         )

@@ -152,6 +152,8 @@ ACCESS: dict[str, Entry] = {
     "reports/<pk>/charts/<chart>/<slug>.svg": _get(
         NOBODY, obj="b_report", kwargs={"chart": "tiers", "slug": "bravo"}, public=True
     ),
+    "reports/<pk>/costs/": _get(NOBODY, obj="b_report", public=True),
+    "reports/<pk>/cost-curve.svg": _get(NOBODY, obj="b_report", public=True),
     # The world's rubric is a draft: its methodology page is not public yet.
     "methodology/<name>/<version>/": _get(
         NOBODY, obj="rubric_version", kwargs={"name": "opgrade", "version": "__rubric_version__"}, public=True,
