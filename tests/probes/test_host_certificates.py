@@ -258,3 +258,14 @@ def test_a_host_ca_to_pin_is_one_plain_public_key(ca: Path, tmp_path: Path) -> N
             host_ca_parse(bad)
     with pytest.raises(ValueError, match="principal"):
         Endpoint(host="10.0.0.1", host_cas=(line,))
+
+
+def test_a_pooled_connection_verified_for_one_principal_is_not_reused_for_another(
+    sshd_factory: Callable[..., Sshd], user_key: Path, tmp_path: Path, ca: Path
+) -> None:
+    server = serve_cert(sshd_factory, tmp_path, ca)
+    with SshPool(credentials=creds(user_key, server.user), timeouts=FAST) as pool:
+        assert pool.connection(trusting(server, ca)).run(Command("true"), timeout_s=10).ok
+        with pytest.raises(HostKeyUnverified) as caught:
+            pool.connection(trusting(server, ca, principal="node2"))
+        assert caught.value.reason == "wrong_principal" and pool.connects == 1
