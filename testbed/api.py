@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed import configs, hostca, runtime
+from testbed import configs, hostca, runtime, serving
 from testbed.errors import TestbedError
 from testbed.layout import (
     BASE_DIR,
@@ -88,6 +88,8 @@ class TestbedInfo:
     # the testbed's SSH host CA (public key line): every compute node presents a host certificate
     # it signed, replacements included (testbed/hostca.py)
     host_ca_public_key: str = ""
+    # the provider's OpenAI-compatible LLM endpoint (serving.enabled), "" when it runs none
+    serving_url: str = ""
 
     def tenant(self, tenant_id: str) -> Tenant:
         return next(t for t in self.tenants if t.id == tenant_id)
@@ -115,6 +117,8 @@ def up(
         if not 1 <= nodes <= knobs["nodes"]["pool_size"]:
             raise TestbedError(f"--nodes must be 1..{knobs['nodes']['pool_size']} (nodes.pool_size)")
     runtime.preflight(accounting=knobs["slurm"]["accounting"])
+    if knobs["serving"]["enabled"]:
+        serving.server_files()  # the built server and model, or a clear error before anything starts
     existing = _settled_state(name, timeout)
     if existing is not None:
         agent_rec = existing.get("agent") or {}
@@ -502,6 +506,11 @@ def info(name: str) -> TestbedInfo:
         nodes=nodes,
         knobs=knobs,
         host_ca_public_key=hostca.ca_public_key(lay.root / "ssh"),
+        serving_url=(
+            f"http://{lay.node_addr(1)}:{int(knobs['serving']['port'])}"
+            if knobs.get("serving", {}).get("enabled")
+            else ""
+        ),
     )
 
 

