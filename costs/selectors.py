@@ -32,6 +32,8 @@ AVAILABILITY_PROBES = ("ssh_reachable", "node_inventory")
 DOWNTIME_PROBE, DOWNTIME_METRIC = "node_replacement_time", "seconds"
 USABLE = frozenset({"pass", "warn"})
 UNUSABLE = frozenset({"fail", "provider_error", "timeout", "declined"})
+# serving runs that measured nothing (our harness, declined, no endpoint, cut short): not replicates
+NOT_A_MEASUREMENT = ("error", "not_applicable", "declined", "timeout", "provider_error")
 HISTORY_CYCLES = 4  # earlier cycles shown in the standings
 
 
@@ -147,7 +149,7 @@ class ServingReplicate:
     goodput: float | None
     in_range: bool
     error_rate: float | None = None
-    accelerators: int | None = None
+    accelerators: float | None = None
     target_interactivity: float | None = None
 
 
@@ -156,16 +158,18 @@ def serving_replicates(*, cycle: Cycle, cluster: Cluster) -> list[ServingReplica
     out = []
     findings = Finding.objects.filter(
         run__cycle=cycle, run__cluster=cluster, probe_id=SERVING_PROBE, metric=SERVING_METRIC,
-    ).exclude(outcome__in=("error", "not_applicable")).order_by("id")
+    ).order_by("id")
     for f in findings:
         ev = f.evidence if isinstance(f.evidence, dict) else {}
+        if f.outcome in NOT_A_MEASUREMENT and ev.get("in_range") is not False:
+            continue  # measured nothing; a sweep whose range missed the target still counts (out of range)
         goodput = ev.get("goodput")
         out.append(ServingReplicate(
             finding_id=f.pk, run_id=f.run_id, throughput=f.value,
             goodput=float(goodput) if isinstance(goodput, int | float) else None,
             in_range=bool(ev.get("in_range", f.value is not None)) and f.value is not None,
             error_rate=ev.get("error_rate") if isinstance(ev.get("error_rate"), int | float) else None,
-            accelerators=ev.get("accelerators") if isinstance(ev.get("accelerators"), int) else None,
+            accelerators=ev.get("accelerators") if isinstance(ev.get("accelerators"), int | float) else None,
             target_interactivity=ev.get("target_interactivity_tok_s_per_user")
             if isinstance(ev.get("target_interactivity_tok_s_per_user"), int | float) else None,
         ))
