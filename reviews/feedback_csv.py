@@ -33,7 +33,7 @@ import datetime as dt
 import hashlib
 import hmac
 import io
-from collections.abc import Mapping, Set
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, field
 
 from config.text import unsafe_text_problem
@@ -145,12 +145,14 @@ def org_pseudonym(org: str, *, key: str) -> str:
 
 def feedback_csv_parse(
     text: str, *, provider_slugs: Set[str], rating_keys: Set[str], pseudonym_key: str,
-    refused: Mapping[str, str] | None = None,
+    refused: Mapping[str, str] | None = None, progress: Callable[[int], None] | None = None,
+    progress_every: int = 5_000,
 ) -> ParseResult:
     """Parse and validate a survey export; return good rows and every bad row's errors.
 
     ``refused`` maps keys of the rubric that customers may not rate (a criterion that takes no
-    customer feedback) to the reason, said on each row that names one.
+    customer feedback) to the reason, said on each row that names one. ``progress`` is called
+    with the number of data rows read so far, every ``progress_every`` rows and at the end.
     """
     if not pseudonym_key:
         raise ValueError("a pseudonym key is required to hash respondent organisations")
@@ -196,6 +198,8 @@ def feedback_csv_parse(
         if not fields or not any(f.strip() for f in fields):
             continue  # blank line
         count += 1
+        if progress is not None and count % progress_every == 0:
+            progress(count)
         if count > MAX_ROWS:
             errors.append(RowError(line, f"too many rows (limit {MAX_ROWS})"))
             break
@@ -211,6 +215,8 @@ def feedback_csv_parse(
             rows.append(parsed)
     if not rows and not errors:
         errors.append(RowError(2, "no data rows"))
+    if progress is not None and count % progress_every:
+        progress(count)
     return ParseResult(rows=tuple(rows), errors=tuple(errors))
 
 

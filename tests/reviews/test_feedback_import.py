@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from ratings.models import CustomerFeedback
 from reviews import services
 from reviews.feedback_csv import feedback_csv_parse, org_pseudonym
-from reviews.models import FeedbackImport
+from reviews.models import AuditEvent, FeedbackImport
 from tests.reviews.world import World
 
 HEADER = "provider_slug,area_or_criterion,rating,source,respondent_org,comment,date\n"
@@ -95,24 +95,39 @@ def test_a_real_import_with_one_bad_row_writes_nothing(base: World):
 
 
 def test_a_failure_midway_through_writing_rolls_back_the_whole_import(base: World, monkeypatch):
-    def explode() -> None:
+    calls = {"n": 0}
+    real = services.audit_events_bulk_record
+
+    def explode_after_the_rows(*args, **kwargs):  # the rows and their history are in; their audit fails
+        calls["n"] += 1
+        assert CustomerFeedback.objects.count() == 3
         raise RuntimeError("disk full")
 
-    calls = {"n": 0}
-    real_save = CustomerFeedback.save
-
-    def explode_on_third(self, *args, **kwargs):  # the third row's write fails
-        calls["n"] += 1
-        if calls["n"] == 3:
-            explode()
-        return real_save(self, *args, **kwargs)
-
-    monkeypatch.setattr(CustomerFeedback, "save", explode_on_third)
+    monkeypatch.setattr(services, "audit_events_bulk_record", explode_after_the_rows)
     with pytest.raises(RuntimeError):
         services.feedback_import(cycle=base.cycle, text=GOOD, filename="s.csv", by=base.users["analyst"],
                                  dry_run=False)
-    assert calls["n"] == 3
+    assert calls["n"] == 1
     assert not FeedbackImport.objects.exists() and not CustomerFeedback.objects.exists()
+    assert not CustomerFeedback.history.exists()
+    monkeypatch.setattr(services, "audit_events_bulk_record", real)
+
+
+def test_each_imported_row_has_its_history_and_audit_event_and_progress_is_reported(base: World):
+    seen = []
+    report = services.feedback_import(cycle=base.cycle, text=GOOD, filename="s.csv", by=base.users["analyst"],
+                                      dry_run=False, progress=lambda phase, done, total: seen.append(
+                                          (phase, done, total)))
+    assert report.written == 3
+    assert seen == [("validated", 3, 0), ("written", 3, 3)]
+    ids = set(CustomerFeedback.objects.values_list("pk", flat=True))
+    assert set(CustomerFeedback.history.filter(history_type="+").values_list("id", flat=True)) == ids
+    events = AuditEvent.objects.filter(model="ratings.customerfeedback", action="+")
+    assert {int(e.object_id) for e in events} == ids
+    assert all(e.user == base.users["analyst"] and e.username == "ana" for e in events)
+    assert all(any(c["field"] == "rating" for c in e.changes) for e in events)
+    assert all(str(CustomerFeedback.objects.get(pk=e.object_id)) == e.object_repr for e in events)
+    assert set(FeedbackImport.objects.get().rows.values_list("pk", flat=True)) == ids
 
 
 def test_a_good_import_stores_only_hashes_of_organisations(base: World, settings):
@@ -197,3 +212,20 @@ def test_interview_notes_keep_only_the_organisation_hash(base: World):
             cycle=base.cycle, provider=base.a, area_or_criterion="nope", respondent_org="Acme", notes="x",
             interviewed_on=dt.date(2026, 11, 5), by=base.users["analyst"],
         )
+
+
+def test_the_command_prints_progress_every_5000_rows_while_validating_and_writing(base: World, tmp_path):
+    """Issue 15: a 50,000-row import ran for minutes with no output. Now it says how far it is."""
+    path = tmp_path / "big.csv"
+    rows = [f"alpha,reliability,{1 + n % 5},survey,Customer {n},,2026-11-01" for n in range(6_001)]
+    path.write_text(HEADER + "\n".join(rows) + "\n", encoding="utf-8")
+    out = StringIO()
+    call_command("feedback_import", base.cycle.slug, str(path), stdout=out)
+    lines = out.getvalue().splitlines()
+    assert [line.split(" rows")[0] for line in lines[:-1]] == [
+        "big.csv: validated 5,000", "big.csv: validated 6,001", "big.csv: written 5,000", "big.csv: written 6,001",
+    ]
+    assert "of 6,001 (83%)" in lines[2] and "of 6,001 (100%)" in lines[3]
+    assert lines[-1].startswith("imported 6001 rows")
+    assert CustomerFeedback.objects.filter(cycle=base.cycle).count() == 6_001
+    assert AuditEvent.objects.filter(model="ratings.customerfeedback").count() == 6_001
