@@ -50,7 +50,7 @@ _PRECEDENCE: tuple[Role, ...] = (Role.ADMIN, Role.PUBLISHER, Role.ANALYST, Role.
 # Django model permissions each group holds, by app label (codename actions) and by model.
 # Applied by reviews.services.roles_sync; models added later by other apps are covered on
 # the next migrate or `manage.py roles_sync`.
-_MANAGED_APPS = ("rubric", "providers", "ratings", "probes", "costs", "reports", "django_celery_beat")
+_MANAGED_APPS = ("rubric", "providers", "ratings", "probes", "costs", "grades", "reports", "django_celery_beat")
 ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
     Role.ANALYST: {
         **dict.fromkeys((a for a in _MANAGED_APPS if a != "ratings"), ("view", "add", "change")),

@@ -14,6 +14,7 @@ urlpatterns = [
     path("v1/", include("reports.api.urls")),
     path("v1/", include("reviews.api.urls")),
     path("v1/", include("probes.api.urls")),
+    path("v1/", include("grades.api.urls")),
     path("v1/", include("costs.api.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves its start-up script as a file (?script), so the page needs no

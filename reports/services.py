@@ -160,6 +160,7 @@ def report_draft_discard(*, report: Report) -> None:
 def report_draft_create_from_snapshot(*, snapshot: Any, user: Any = None) -> Report:
     """Build the document from a ratings.ScoreSnapshot (with movement, history and overrides) as a draft."""
     from costs.document import cost_section
+    from grades.selectors import grade_report_section
     from reports.context import build_report_document
     from reports.snapshot import snapshot_report_input
 
@@ -168,6 +169,7 @@ def report_draft_create_from_snapshot(*, snapshot: Any, user: Any = None) -> Rep
     except DocumentError as exc:
         raise ReportInputError(f"score snapshot {snapshot.pk} cannot make a report: {exc}") from exc
     document["costs"] = cost_section(snapshot.cycle)  # issue 16: the cost curve, beside the tiers
+    document["grades"] = grade_report_section(snapshot=snapshot)  # issue 17: grade sheet, price index, tracking
     with transaction.atomic():
         report = report_draft_create(cycle=snapshot.cycle, snapshot_document=document, user=user)
         ReportSource.objects.create(report=report, score_snapshot=snapshot)

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_safe
 
-from reports import charts, costs_section, rendering, selectors
+from reports import charts, costs_section, grades_section, rendering, selectors
 from reports.context import group_by_tier
 from reports.http import cached_response, public_report_bytes, report_meta
 from reports.models import Report
@@ -159,7 +159,8 @@ def export_json(request: HttpRequest, pk: int) -> HttpResponse:
 @require_safe
 def export_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
     meta = report_meta(pk)
-    builders = {"providers": rendering.providers_csv, "criteria": rendering.criteria_csv, **costs_section.CSV_TABLES}
+    builders = {"providers": rendering.providers_csv, "criteria": rendering.criteria_csv, **grades_section.CSV_TABLES,
+                **costs_section.CSV_TABLES}
     if table not in builders:
         raise Http404("Unknown CSV table.")
 
@@ -199,10 +200,15 @@ def _inline_css() -> str:
 @require_safe
 def chart_svg(request: HttpRequest, pk: int, chart: str, slug: str) -> HttpResponse:
     meta = report_meta(pk)
-    if chart not in ("areas", "history"):
+    if chart not in ("areas", "history", "grade-index"):
         raise Http404("Unknown chart.")
 
     def render() -> bytes:
+        if chart == "grade-index":  # issue 17: slug names a grade's index series
+            series = grades_section.index_series(_report(meta).content, slug)
+            if series is None:
+                raise Http404("No such index series in this report.")
+            return grades_section.index_history_svg(series).encode()
         provider = _provider(_report(meta), slug)
         if chart == "areas":
             return charts.area_breakdown_svg(provider["name"], provider["areas"]).encode()

@@ -91,6 +91,13 @@ ACCESS: dict[str, Entry] = {
     "api/v1/findings/<pk>/": _get(STAFF, obj="b_finding"),
     "api/v1/tenant-accounts/": Entry(methods={"GET": STAFF, "POST": RUNNERS}),
     "api/v1/tenant-accounts/<pk>/": _get(STAFF, obj="b_tenant_account"),
+    # --- grades (issue 17): definitions and price observations, staff readers read, runners record ---
+    "api/v1/grade-definitions/": _get(READERS),
+    "api/v1/grade-definitions/<pk>/": _get(READERS, obj="grade", provider_owned=False),
+    "api/v1/grade-definitions/<pk>/export/": _get(READERS, obj="grade", provider_owned=False),
+    "api/v1/grade-definitions/<pk>/index/": _get(READERS, obj="grade", provider_owned=False),
+    "api/v1/price-observations/": Entry(methods={"GET": READERS, "POST": RUNNERS}),
+    "api/v1/price-observations/<pk>/": _get(READERS, obj="b_price_observation"),
     # --- costs: prices (runners write, staff readers read) and a cycle's live costs ----------
     "api/v1/cluster-prices/": Entry(methods={"GET": READERS, "POST": RUNNERS}),
     "api/v1/cluster-prices/<pk>/": Entry(
@@ -232,6 +239,8 @@ ADMIN_ACCESS: dict[str, AdminEntry] = {
     "probes.proberun": _STAFF_VIEW,
     "probes.finding": _STAFF_VIEW,
     "costs.clusterprice": _STAFF_VIEW,
+    "grades.gradedefinition": _STAFF_VIEW,
+    "grades.priceobservation": _STAFF_VIEW,
     "reports.report": _STAFF_VIEW,
     "reports.reportsource": _STAFF_VIEW,
     "reviews.providermembership": _STAFF_VIEW,

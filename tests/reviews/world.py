@@ -127,6 +127,8 @@ def _private_data_plant(w: World) -> None:
         o[f"{name}_probe_run"] = o[f"{name}_finding"].run
         o[f"{name}_tenant_account"] = _tenant_account(cluster)
         o[f"{name}_price"] = _price(cluster, w.cycle, f"{tag} price notes")
+        o[f"{name}_price_observation"] = _price_observation(cluster, f"{tag} price source")
+    o["grade"] = apps.get_model("grades", "GradeDefinition").objects.get(name="testbed-slurm-t1")
     o["b_conflict"] = ConflictOfInterest.objects.create(reviewer=u["reviewer3"], provider=w.b, note=f"{B_SECRET} coi")
     csv_text = (
         "provider_slug,area_or_criterion,rating,source,respondent_org,comment,date\n"
@@ -171,6 +173,26 @@ def _price(cluster: Any, cycle: Cycle, notes: str) -> Any:
         return None
     return model.objects.create(cluster=cluster, cycle=cycle, base="negotiated", base_per_gpu_hour=2,
                                 base_source="contract", notes=notes)
+
+
+def _grade() -> Any:
+    """A frozen grade definition (issue 17): the shipped testbed grade, stored as is."""
+    from pathlib import Path
+
+    model = apps.get_model("grades", "GradeDefinition")
+    text = (Path(__file__).resolve().parents[2] / "grades" / "data" / "testbed-slurm-t1.yaml").read_text()
+    return model.objects.create(name="testbed-slurm-t1", version="2026.1", title="Testbed grade", status="frozen",
+                                rubric_label="opgrade@2026.2", gpu_model="none", canonical=text,
+                                frozen_at=timezone.now(), fingerprint="f" * 64)
+
+
+def _price_observation(cluster: Any, source: str) -> Any:
+    """A rent observed for the cluster under the world's grade, with a private marker in its source."""
+    grade = apps.get_model("grades", "GradeDefinition").objects.filter(name="testbed-slurm-t1").first() or _grade()
+    return apps.get_model("grades", "PriceObservation").objects.create(
+        grade=grade, cluster=cluster, source=source, observed_on=dt.date(2026, 11, 1), term="on-demand",
+        price_per_gpu_hour=1,
+    )
 
 
 def _tenant_account(cluster: Any) -> Any:
