@@ -196,3 +196,19 @@ def test_a_check_with_nothing_pinned_or_set_reports_each_piece_not_checked_never
 def test_checking_before_access_exists_says_what_to_do_first(cluster, analyst):
     page = _client(analyst).post(_url("onboard_check", cluster), follow=True)
     assert "Save the cluster's access (login host and port) first." in _text(page)
+
+
+def test_the_evidence_step_lists_what_each_cycle_still_lacks_and_offers_the_run(cluster, analyst):
+    from tests.factories import AreaFactory, CriterionFactory, CycleFactory
+
+    area = AreaFactory(key="security")
+    CriterionFactory(area=area, key="log-iso", title="Tenant log isolation", position=0, evidence_kinds=["probe"],
+                     probe_id="tenant_log_isolation")
+    CriterionFactory(area=area, key="docs", title="Documentation", position=1, evidence_kinds=["doc_review"])
+    cycle = CycleFactory(rubric_version=area.rubric_version, slug="c1", providers=[cluster.provider])
+    body = _text(_client(analyst).get(_url("onboard_evidence", cluster)))
+    assert cycle.name in body and "1 of 1 probes have no finished run for this cluster: tenant_log_isolation" in body
+    assert "Tenant log isolation (log-iso; takes probe)" in body and "Documentation (docs; takes doc review)" in body
+    assert reverse("workbench:probes_run", args=["c1"]) in body and "Run the missing probes for NewCo" in body
+    publisher = _text(_client(user("pub", Role.PUBLISHER)).get(_url("onboard_evidence", cluster)))
+    assert "Tenant log isolation" in publisher and "Run the missing probes" not in publisher
