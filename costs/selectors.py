@@ -20,6 +20,7 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from costs import engine
 from costs.models import ClusterPrice
@@ -32,6 +33,11 @@ AVAILABILITY_PROBES = ("ssh_reachable", "node_inventory")
 DOWNTIME_PROBE, DOWNTIME_METRIC = "node_replacement_time", "seconds"
 USABLE = frozenset({"pass", "warn"})
 UNUSABLE = frozenset({"fail", "provider_error", "timeout", "declined"})
+# "could not measure" findings whose cause is the node itself, as a tenant meets it: unusable capacity.
+# Other errors (refused credentials, a changed host key, our parser) leave the slot unmeasured, and a
+# node the operator replaced meanwhile (departed) is no node of the slot: its successor is probed.
+UNREACHABLE = frozenset({"host_unreachable", "handshake_failed", "connection_lost", "scheduler_refused"})
+DEPARTED = "node_departed"
 # serving runs that measured nothing (our harness, declined, no endpoint, cut short): not replicates
 NOT_A_MEASUREMENT = ("error", "not_applicable", "declined", "timeout", "provider_error")
 HISTORY_CYCLES = 4  # earlier cycles shown in the standings
@@ -67,11 +73,17 @@ def _period(cycle: Cycle) -> tuple[dt.datetime, dt.datetime]:
     return start, dt.datetime.combine(cycle.period_end, dt.time.min, tzinfo=dt.UTC) + dt.timedelta(days=1)
 
 
-def _slot(findings: Sequence[tuple[str, str, str, str, float | None]], ordered_gpus: int, when: dt.datetime) -> AvailabilitySlot:
+def _slot(findings: Sequence[tuple[str, str, str, str, float | None, Any]], ordered_gpus: int,
+          when: dt.datetime) -> AvailabilitySlot:
     """One scheduled slot: usable when every node answered both probes and the GPUs ordered were there."""
     nodes: dict[str, set[str]] = defaultdict(set)
     gpus: dict[str, float] = {}
-    for _probe, target, metric, outcome, value in findings:
+    for _probe, target, metric, outcome, value, evidence in findings:
+        code = evidence.get("error_code") if isinstance(evidence, dict) and outcome == "error" else None
+        if code == DEPARTED:
+            continue
+        if code in UNREACHABLE:
+            outcome = "provider_error"  # the node could not be used: unusable, not unmeasured
         if metric == "gpu_count":
             if outcome in USABLE and value is not None:
                 gpus[target] = value
@@ -97,8 +109,10 @@ def availability(*, cycle: Cycle, cluster: Cluster) -> Availability:
     A sample is one slot of the cluster's ``ProbeSchedule`` runs of ``ssh_reachable`` and
     ``node_inventory`` for this cycle, scheduled within the cycle's period. The slot is usable when
     every node answered both (pass), and, where ``node_inventory`` counted GPUs, at least the
-    cluster's ordered GPU count was there; unusable when any node failed, timed out, was refused
-    or declined; unmeasured (left out, and counted) when our own harness failed. The downtime the
+    cluster's ordered GPU count was there; unusable when any node failed, timed out, was refused,
+    declined or could not be reached (unreachable, handshake failed, connection lost, the scheduler
+    refused the node); unmeasured (left out, and counted) when only our own side failed (refused
+    credentials, a changed host key, output we could not read). The downtime the
     reliability probe ``node_replacement_time`` measured in the cycle (seconds until the pool was
     whole again; a censored run counts at its deadline) is time the ordered capacity was not
     whole: A = usable/measured x (1 - downtime/period).
@@ -110,12 +124,12 @@ def availability(*, cycle: Cycle, cluster: Cluster) -> Availability:
             run__cycle=cycle, run__cluster=cluster, run__schedule__isnull=False,
             run__probe_id__in=AVAILABILITY_PROBES, run__scheduled_for__gte=start, run__scheduled_for__lt=end,
         )
-        .values_list("run__scheduled_for", "probe_id", "target", "metric", "outcome", "value")
+        .values_list("run__scheduled_for", "probe_id", "target", "metric", "outcome", "value", "evidence")
         .order_by("run__scheduled_for", "id")
     )
-    by_slot: dict[dt.datetime, list[tuple[str, str, str, str, float | None]]] = defaultdict(list)
-    for when, probe_id, target, metric, outcome, value in rows:
-        by_slot[when].append((probe_id, target, metric, outcome, value))
+    by_slot: dict[dt.datetime, list[tuple[str, str, str, str, float | None, Any]]] = defaultdict(list)
+    for when, probe_id, target, metric, outcome, value, evidence in rows:
+        by_slot[when].append((probe_id, target, metric, outcome, value, evidence))
     slots = tuple(_slot(found, cluster.gpu_count, when) for when, found in sorted(by_slot.items()))
     downtime = 0.0
     for value in Finding.objects.filter(

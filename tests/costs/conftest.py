@@ -50,12 +50,14 @@ def schedule_for(cluster: Any, cycle: Any) -> ProbeSchedule:
 
 def sample(cluster: Any, cycle: Any, schedule: Any, when: dt.datetime, outcomes: dict[str, str], *,
            gpus: dict[str, int] | None = None) -> None:
-    """One scheduled slot: ssh_reachable and node_inventory on each node with the given outcome."""
+    """One scheduled slot: ssh_reachable and node_inventory on each node with the given outcome
+    ("error:<code>" is a could-not-measure finding with the runner's error code)."""
     for probe_id in ("ssh_reachable", "node_inventory"):
         run = _run(cluster, cycle, probe_id, when, schedule)
         for node, outcome in outcomes.items():
+            outcome, _, code = outcome.partition(":")
             Finding.objects.create(run=run, probe_id=probe_id, probe_version="1", target=node, metric="",
-                                   outcome=outcome)
+                                   outcome=outcome, evidence={"error_code": code} if code else {})
             if probe_id == "node_inventory" and gpus is not None:
                 Finding.objects.create(run=run, probe_id=probe_id, probe_version="1", target=node,
                                        metric="gpu_count", outcome="pass", value=gpus.get(node, 0))

@@ -78,6 +78,21 @@ def test_a_slot_is_unusable_when_a_node_fails_or_ordered_gpus_are_missing():
     assert a.value == pytest.approx(1 / 3)
 
 
+def test_an_unreachable_node_is_unusable_capacity_but_our_own_failure_is_unmeasured():
+    provider, cluster = provider_with_cluster("alpha")
+    cycle = cycle_of(provider)
+    schedule = schedule_for(cluster, cycle)
+    slots = [{"n1": "pass", "n2": "error:host_unreachable"}, {"n1": "pass", "n2": "error:scheduler_refused"},
+             {"n1": "pass", "n2": "error:host_key_changed"}, {"n1": "pass", "n2": "error:node_departed",
+                                                             "n3": "pass"}]
+    for i, outcomes in enumerate(slots):
+        sample(cluster, cycle, schedule, DAY + dt.timedelta(minutes=5 * i), outcomes)
+    a = availability(cycle=cycle, cluster=cluster)
+    assert [s.usable for s in a.slots] == [False, False, None, True]
+    assert a.slots[3].nodes == 2  # the departed node is no node of the slot; its successor is
+    assert (a.usable, a.measured, a.unmeasured) == (1, 3, 1)
+
+
 def test_the_reliability_probes_downtime_lowers_availability():
     from probes.models import Finding
     from tests.costs.conftest import _run

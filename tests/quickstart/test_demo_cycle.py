@@ -116,7 +116,12 @@ def test_the_demo_cycle_publishes_a_report_that_ranks_the_exemplary_provider_abo
     assert aurora.composite > borealis.composite
     assert f"/reports/{report.pk}/" in output and "REPORT_URL=" in output
 
-    runs = ProbeRun.objects.filter(cycle=cycle)
+    # the catalog's runs; the scheduled availability samples for the cost section (issue 16) beside them
+    runs = ProbeRun.objects.filter(cycle=cycle, schedule__isnull=True)
+    samples = ProbeRun.objects.filter(cycle=cycle, schedule__isnull=False)
+    assert samples.count() == 3 * 2 * 2 and set(samples.values_list("status", flat=True)) <= {"done", "error"}
+    costs = {c["provider"]: c for c in report.content["costs"]["clusters"]}
+    assert all(costs[slug]["availability"]["measured_samples"] > 0 for slug in costs), costs
     assert runs.count() == 3 * len({r.probe_id for r in runs}) and not runs.filter(probe_id__in=SLOW_PROBES).exists()
     # every run finished within the probe timeout (the catalog grew: exposure scans, a full port
     # scan per node, disruptive probes one at a time after the pool settles)
@@ -127,10 +132,19 @@ def test_the_demo_cycle_publishes_a_report_that_ranks_the_exemplary_provider_abo
     # the leaky testbed's isolation breaches were measured, not assumed
     assert Finding.objects.filter(run__cluster__provider__slug="borealis-cloud", critical=True).exists()
     assert not Finding.objects.filter(run__cluster__provider__slug="aurora-compute", critical=True).exists()
+    # compute grades (issue 17): on the testbed grade some cluster qualifies and some is a near miss with reasons
+    grades = report.content["grades"]
+    (sheet,) = [s for s in grades["sheets"] if s["grade"] == "testbed-slurm-t1@2026.1"]
+    assert sheet["qualifying"] and sheet["near_misses"], [(c["cluster"], c["status"], c["shortfalls"])
+                                                          for c in sheet["clusters"]]
+    near = next(c for c in sheet["clusters"] if c["status"] == "near_miss")
+    assert near["shortfalls"] and all(s["evidence"] for s in near["shortfalls"])
+    assert grades["index"][0]["points"] and grades["tracking"] and "near miss" in output
 
     # a second run reuses everything of the same day: no new runs, reviews or feedback, same report
+    total = runs.count() + samples.count()
     again = _demo()
-    assert ProbeRun.objects.filter(cycle=cycle).count() == runs.count()
+    assert ProbeRun.objects.filter(cycle=cycle).count() == total
     assert "already imported" in again and "0 assigned, 0 submitted" in again
     assert Report.objects.get(cycle=cycle, status=Report.Status.PUBLISHED).pk == report.pk
     assert first_run_s < 420, f"the demo cycle took {first_run_s:.0f} s"

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from config.access import Role
 from probes.models import Finding, ProbeRun
-from quickstart import services
+from quickstart import costs_demo, services
 from quickstart.evidence import PROVIDERS
 from rubric.spec import OUTCOME_SEVERITY
 
@@ -129,6 +129,11 @@ class Command(BaseCommand):
                 in_process=in_process, skip=skip, say=say,
             )
             self._probe_summary(runs)
+            say("  cost of useful output: prices, offered capacity, scheduled availability samples (issue 16)")
+            costs_demo.demo_costs_prepare(
+                cycle=cycle, clusters=clusters, analyst=by_name["analyst"], samples=2, timeout_s=opts["probe_timeout"],
+                execute=services._execute_here if in_process else None, say=say,
+            )
 
         with self.step(7, "Human evidence: double-blind doc reviews and customer feedback") as say:
             counts = services.demo_doc_reviews(
@@ -144,10 +149,16 @@ class Command(BaseCommand):
             snapshot = services.demo_scores_compute(cycle=cycle, seed=opts["seed"])
             say(f"  snapshot #{snapshot.pk}, seed {snapshot.seed}, engine {snapshot.engine_version}")
             self._tier_table(snapshot)
+            say("  compute grades and observed rents (issue 17):")
+            from quickstart.grades_demo import demo_grades_prepare, grade_sheet_lines
+
+            demo_grades_prepare(clusters=clusters, day=today, analyst=by_name["analyst"], say=say)
 
         with self.step(9, "Report: draft from the snapshot, fact-check, publish (as 'publisher')") as say:
             report, how = services.demo_report_publish(snapshot=snapshot, publisher=by_name["publisher"])
             say(f"  report #{report.pk}: {how}")
+            for line in grade_sheet_lines(report.content):
+                say(line)
 
         base = opts["base_url"].rstrip("/")
         self.say("")

@@ -1,0 +1,62 @@
+"""The demo's cost step (issue 16): prices with sources, capacity from node_inventory, availability
+schedules in the cycle, and samples reused on a re-run (the full demo runs in test_demo_cycle.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+
+from costs.selectors import price_for
+from quickstart import costs_demo
+from tests.costs.conftest import _run, cycle_of, sample
+from tests.factories import ClusterFactory, ProviderFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _cluster(slug: str):
+    return ClusterFactory(provider=ProviderFactory(slug=slug, name=slug.title()), name=slug.split("-")[0],
+                          gpu_count=0)
+
+
+def test_prices_and_capacity_are_recorded_with_sources():
+    aurora, borealis = _cluster("aurora-compute"), _cluster("borealis-cloud")
+    cycle = cycle_of(aurora.provider, borealis.provider)
+    run = _run(aurora, cycle, "node_inventory", dt.datetime(2026, 11, 2, tzinfo=dt.UTC))
+    from probes.models import Finding
+
+    for node in ("node1", "node2"):
+        Finding.objects.create(run=run, probe_id="node_inventory", probe_version="1", target=node, metric="",
+                               outcome="pass")
+    assert costs_demo.demo_capacity_record(cycle=cycle, cluster=aurora) == 2
+    assert costs_demo.demo_capacity_record(cycle=cycle, cluster=borealis) == 0  # nothing found: kept
+    costs_demo.demo_prices_record(cycle=cycle, cluster=aurora)
+    costs_demo.demo_prices_record(cycle=cycle, cluster=borealis)
+    aurora.refresh_from_db()
+    assert aurora.list_price_per_gpu_hour == Decimal("2.40")
+    p = price_for(cycle=cycle, cluster=aurora)
+    assert p.effective == pytest.approx(2.50)
+    assert [(c.name, c.source == costs_demo.SOURCE) for c in p.components if c.amount_per_gpu_hour] == [
+        ("list", False), ("support", True)]  # the list price names the cluster's list price as its source
+    assert price_for(cycle=cycle, cluster=borealis).effective == pytest.approx(2.05)
+    again = costs_demo.demo_prices_record(cycle=cycle, cluster=borealis)  # idempotent
+    assert again.cycle == cycle and again.cluster.prices.count() == 1
+
+
+def test_samples_already_taken_are_reused_not_taken_again():
+    aurora = _cluster("aurora-compute")
+    cycle = cycle_of(aurora.provider)
+    schedule = costs_demo.demo_availability_schedule(cycle=cycle, cluster=aurora)
+    assert schedule.cycle == cycle and schedule.probes == ["ssh_reachable", "node_inventory"]
+    assert schedule.periodic_task is not None  # beat keeps sampling after the demo
+    for minute in (0, 1):
+        sample(aurora, cycle, schedule, dt.datetime(2026, 11, 2, 9, minute, tzinfo=dt.UTC), {"node1": "pass"})
+
+    def refuse(run_id: int) -> None:
+        raise AssertionError("no new sample should be taken")
+
+    runs = costs_demo.demo_availability_sample(schedules=[schedule], samples=2, timeout_s=5, execute=refuse,
+                                               say=lambda line: None)
+    assert len(runs) == 4
