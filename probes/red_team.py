@@ -27,7 +27,15 @@ CLEAN_PROBES = (
     "tenant_log_isolation",
     "tenant_metric_isolation",
     "scheduler_privacy",
+    "host_privilege_surface",
 )
+
+
+def foreign_paths(name: str) -> str:
+    """host_privilege_surface's scope on a shared machine: the paths of every *other* testbed
+    (``/var/lib/opgrade-testbed/OTHER/``, ``opgtb-OTHER-...``), whose own red-team runs must not
+    count against this one; everything else on the machine stays in scope."""
+    return rf"(/opgrade-testbed/|opgtb-)(?!{name}[-/])[a-z][a-z0-9]*[-/]"
 
 
 @dataclass(frozen=True)
@@ -93,6 +101,7 @@ def red_team_run(
     from testbed import redteam
 
     chosen = tuple(m for m in redteam.MUTATIONS if mutations is None or m.name in mutations)
+    settings = {"host_privilege_surface.foreign_path_regex": foreign_paths(name), **dict(settings or {})}
     report = RedTeamReport()
     start = time.monotonic()
     report.clean = catalog_run(testbed_context(name, settings=settings), list(CLEAN_PROBES))

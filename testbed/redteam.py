@@ -24,8 +24,10 @@ import os
 import pwd
 import shutil
 import signal
+import stat
 import struct
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -398,8 +400,187 @@ def _revert_ipmi_udp(c: Ctx) -> None:
     )
 
 
+# -- the host's own secrets and what root runs (host_privilege_surface) ----------------------------
+
+
+def _munge_key(c: Ctx) -> Path:
+    return c.root / "munge-etc" / "munge.key"  # the testbed's own munge key (munged --key-file)
+
+
+def _host_key(c: Ctx) -> Path:
+    return c.root / "ssh" / "host_login"  # the login node's SSH host private key (sshd -o HostKey=)
+
+
+def _host_key_copy(c: Ctx) -> Path:
+    # sshd refuses a group- or world-readable host key (the login would stop answering), so the
+    # careless operator's way to expose it is a readable copy: a config-management backup
+    return c.root / "config-backup" / "ssh" / "ssh_host_ed25519_key"
+
+
+def _suid_bash(c: Ctx) -> Path:
+    # not /usr/local: the testbed's nodes mount a private tmpfs there (agent.base.HOST_ONLY)
+    return Path(f"/opt/opgtb-{c.name}/bin/bash")
+
+
+def _epilog(c: Ctx) -> Path:
+    return c.root / "bin" / "epilog.sh"
+
+
+def _cron_file(c: Ctx) -> Path:
+    return Path(f"/etc/cron.d/opgtb-{c.name}-cleanup")
+
+
+def _dbd_conf(c: Ctx) -> Path:
+    return c.root / "slurm" / "slurmdbd.conf"
+
+
+def _docker_sock(c: Ctx) -> Path:
+    return Path(f"/run/opgtb-{c.name}/docker.sock")
+
+
+def _tools_dir(c: Ctx) -> Path:
+    return Path(f"/srv/opgtb-{c.name}-tools")
+
+
+def _healthcheck(c: Ctx) -> Path:
+    return c.root / "bin" / "healthcheck.sh"
+
+
+def _kmsg(c: Ctx) -> Path:
+    return Path(f"/dev/opgtb-{c.name}-kmsg")
+
+
+def _saved(c: Ctx, key: str) -> Path:
+    return c.root / "redteam" / f"{key}.saved"
+
+
+def _apply_modes(*changes: tuple[Callable[[Ctx], Path], int]) -> Callable[[Ctx], None]:
+    """chmod each path, remembering its mode for the revert."""
+
+    def apply(c: Ctx) -> None:
+        (c.root / "redteam").mkdir(exist_ok=True)
+        for where, mode in changes:
+            path = where(c)
+            saved = _saved(c, path.name + ("-dir" if path.is_dir() else ""))
+            if not saved.exists():
+                saved.write_text(oct(path.stat().st_mode & 0o7777))
+            os.chmod(path, mode)
+
+    return apply
+
+
+def _revert_modes(*changes: tuple[Callable[[Ctx], Path], int]) -> Callable[[Ctx], None]:
+    def revert(c: Ctx) -> None:
+        for where, _mode in changes:
+            path = where(c)
+            saved = _saved(c, path.name + ("-dir" if path.is_dir() else ""))
+            if saved.exists() and path.exists():
+                os.chmod(path, int(saved.read_text(), 8))
+                saved.unlink()
+
+    return revert
+
+
+_MUNGE_OPEN = ((lambda c: _munge_key(c).parent, 0o755), (_munge_key, 0o644))
+
+
+def _apply_host_key_copy(c: Ctx) -> None:
+    _write(_host_key_copy(c), _host_key(c).read_bytes(), mode=0o644)
+    for d in (_host_key_copy(c).parent, _host_key_copy(c).parent.parent):
+        os.chmod(d, 0o755)  # noqa: S103 - the flaw under test
+
+
+def _apply_suid_bash(c: Ctx) -> None:
+    _suid_bash(c).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2("/bin/bash", _suid_bash(c))
+    os.chmod(_suid_bash(c), 0o4755)  # noqa: S103 - the flaw under test
+
+
+def _reconfigure(c: Ctx) -> None:
+    env = {**os.environ, "SLURM_CONF": str(c.root / "slurm" / "slurm.conf")}
+    subprocess.run(["scontrol", "reconfigure"], env=env, capture_output=True, timeout=30, check=False)
+
+
+def _apply_epilog(c: Ctx) -> None:
+    _write(
+        _epilog(c),
+        f"#!/bin/sh\n# Epilog of testbed {c.name} (red team): cleans the job's scratch\nexit 0\n",
+        mode=0o777,
+    )
+    os.chmod(_epilog(c), 0o777)  # noqa: S103 - the flaw under test (umask would drop the w bits)
+    conf = c.root / "slurm" / "slurm.conf"
+    text = conf.read_text()
+    if f"Epilog={_epilog(c)}" not in text:
+        conf.write_text(text + f"Epilog={_epilog(c)}\n")
+    _reconfigure(c)
+
+
+def _revert_epilog(c: Ctx) -> None:
+    conf = c.root / "slurm" / "slurm.conf"
+    line = f"Epilog={_epilog(c)}\n"
+    if line in conf.read_text():
+        conf.write_text(conf.read_text().replace(line, ""))
+        _reconfigure(c)
+    _rm(_epilog(c))
+
+
+def _apply_cron(c: Ctx) -> None:
+    _write(_cron_file(c), f"# cleanup of testbed {c.name} (red team; no job is scheduled)\n")
+    os.chmod(_cron_file(c), 0o666)  # noqa: S103 - the flaw under test
+
+
+def _apply_docker_sock(c: Ctx) -> None:
+    _docker_sock(c).parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(_docker_sock(c).parent, 0o755)  # noqa: S103 - like /run
+    server = (
+        "import os, socket, sys, time\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        "s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o666); s.listen(8)\n"
+        "while True:\n"
+        "    conn, _ = s.accept(); conn.close()\n"
+    )
+    _listen(c, "dockersock", ["python3", "-c", server, str(_docker_sock(c))])
+    for _ in range(50):
+        if _docker_sock(c).exists():
+            break
+        time.sleep(0.1)
+
+
+def _revert_docker_sock(c: Ctx) -> None:
+    _unlisten(c, "dockersock")
+    _rm(_docker_sock(c).parent)
+
+
+def _apply_tools_path(c: Ctx) -> None:
+    _tools_dir(c).mkdir(parents=True, exist_ok=True)
+    os.chmod(_tools_dir(c), 0o777)  # noqa: S103 - the flaw under test
+    script = _healthcheck(c)
+    saved = _saved(c, "healthcheck.sh")
+    saved.parent.mkdir(exist_ok=True)
+    if not saved.exists():
+        saved.write_text(script.read_text())
+    lines = saved.read_text().splitlines(keepends=True)
+    lines.insert(1, f"PATH={_tools_dir(c)}:/usr/sbin:/usr/bin:/sbin:/bin; export PATH  # site tools first\n")
+    script.write_text("".join(lines))
+
+
+def _revert_tools_path(c: Ctx) -> None:
+    saved = _saved(c, "healthcheck.sh")
+    if saved.exists():
+        _healthcheck(c).write_text(saved.read_text())
+        saved.unlink()
+    _rm(_tools_dir(c))
+
+
+def _apply_kmsg(c: Ctx) -> None:
+    _kmsg(c).unlink(missing_ok=True)
+    os.mknod(_kmsg(c), 0o666 | stat.S_IFCHR, os.makedev(1, 11))  # /dev/kmsg: forge kernel log lines
+    os.chmod(_kmsg(c), 0o666)  # noqa: S103 - the flaw under test
+
+
 FILES, NET = "files", "net"
 EXPOSURE, LISTENERS = "tenant_data_exposure", "provider_listeners"
+PRIVILEGE, HOST = "host_privilege_surface", "host"
 
 MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
@@ -569,6 +750,87 @@ MUTATIONS: tuple[Mutation, ...] = (
         _revert_ipmi_udp,
         lambda c: f"udp {_ipmi_addr(c)} 623 open",
         "bmc",
+    ),
+    Mutation(
+        "munge_key_readable",
+        PRIVILEGE,
+        "the munge key (forges any user's Slurm credential) left 0644 in an opened directory",
+        _apply_modes(*_MUNGE_OPEN),
+        _revert_modes(*_MUNGE_OPEN),
+        lambda c: str(_munge_key(c)),
+        HOST,
+    ),
+    Mutation(
+        "ssh_host_key_readable",
+        PRIVILEGE,
+        "a backup copy of the login node's SSH host private key left 0644 (impersonate the login node)",
+        _apply_host_key_copy,
+        lambda c: _rm(_host_key_copy(c).parent.parent),
+        lambda c: str(_host_key_copy(c)),
+        HOST,
+    ),
+    Mutation(
+        "setuid_bash_in_opt",
+        PRIVILEGE,
+        "a setuid-root copy of bash left in a vendor tools directory (no package owns it): root for every tenant",
+        _apply_suid_bash,
+        lambda c: _rm(_suid_bash(c).parent.parent),
+        lambda c: str(_suid_bash(c)),
+        HOST,
+    ),
+    Mutation(
+        "world_writable_epilog",
+        PRIVILEGE,
+        "an Epilog script that slurm.conf names (slurmd runs it as root after every job), mode 0777",
+        _apply_epilog,
+        _revert_epilog,
+        lambda c: str(_epilog(c)),
+        HOST,
+    ),
+    Mutation(
+        "world_writable_cron_file",
+        PRIVILEGE,
+        "a world-writable file in /etc/cron.d (cron runs what it says, as the user it names)",
+        _apply_cron,
+        lambda c: _rm(_cron_file(c)),
+        lambda c: str(_cron_file(c)),
+        HOST,
+    ),
+    Mutation(
+        "slurmdbd_conf_readable",
+        PRIVILEGE,
+        "slurmdbd.conf (StoragePass: the accounting database) made world-readable",
+        _apply_modes((_dbd_conf, 0o644)),
+        _revert_modes((_dbd_conf, 0o644)),
+        lambda c: str(_dbd_conf(c)),
+        HOST,
+    ),
+    Mutation(
+        "docker_socket_world_writable",
+        PRIVILEGE,
+        "a container runtime's control socket (docker.sock) 0666 and listening: root through the runtime",
+        _apply_docker_sock,
+        _revert_docker_sock,
+        lambda c: str(_docker_sock(c)),
+        HOST,
+    ),
+    Mutation(
+        "writable_dir_first_in_slurmd_path",
+        PRIVILEGE,
+        "the HealthCheckProgram slurmd runs as root puts a world-writable directory first in its PATH",
+        _apply_tools_path,
+        _revert_tools_path,
+        lambda c: str(_tools_dir(c)),
+        HOST,
+    ),
+    Mutation(
+        "world_writable_device_node",
+        PRIVILEGE,
+        "a kernel-log device node (/dev/kmsg's numbers) created 0666 under /dev",
+        _apply_kmsg,
+        lambda c: _kmsg(c).unlink(missing_ok=True),
+        lambda c: str(_kmsg(c)),
+        HOST,
     ),
 )
 

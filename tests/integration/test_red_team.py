@@ -29,12 +29,42 @@ def _leftovers(name: str) -> list[str]:
     c = redteam.context(name)
     found = [
         str(p)
-        for pattern in (f"/srv/opgtb-{name}-*", f"/var/log/opgtb-{name}-*", f"/var/opt/opgtb-{name}-*")
+        for pattern in (
+            f"/srv/opgtb-{name}-*",
+            f"/var/log/opgtb-{name}-*",
+            f"/var/opt/opgtb-{name}-*",
+            f"/opt/opgtb-{name}",
+            f"/run/opgtb-{name}",
+            f"/etc/cron.d/opgtb-{name}-*",
+            f"/dev/opgtb-{name}-*",
+        )
         for p in Path("/").glob(pattern.lstrip("/"))
     ]
     found += [
         str(p) for p in (Path("/var/mail") / c.victim, c.root / "logs" / "nginx-access.log.1") if p.exists()
     ]
+    # host_privilege_surface: the modes and files it changed inside the testbed are back
+    modes = {
+        c.root / "munge-etc": 0o700,
+        c.root / "munge-etc" / "munge.key": 0o400,
+        c.root / "slurm" / "slurmdbd.conf": 0o600,
+    }
+    found += [
+        f"mode {p} {oct(p.stat().st_mode & 0o7777)}"
+        for p, m in modes.items()
+        if p.stat().st_mode & 0o7777 != m
+    ]
+    found += [str(p) for p in (c.root / "config-backup", c.root / "bin" / "epilog.sh") if p.exists()]
+    found += [
+        f"slurm.conf still names {line}"
+        for line in (c.root / "slurm" / "slurm.conf").read_text().splitlines()
+        if line.startswith("Epilog=")
+    ]
+    found += (
+        ["healthcheck.sh still sets PATH"]
+        if "PATH=" in (c.root / "bin" / "healthcheck.sh").read_text()
+        else []
+    )
     found += [
         f"acl {p}" for p in (c.victim_home, c.victim_log_dir) if "system.posix_acl_access" in os.listxattr(p)
     ]
@@ -75,11 +105,19 @@ def test_every_mutation_is_caught_by_its_probe_as_expected(red_team, mutation):
 
 def test_the_catch_rate_is_complete_over_at_least_fifteen_mutations(red_team):
     report, _ = red_team
-    assert len(report.catches) >= 15 and report.catch_rate == 1.0, "\n".join(report.lines())
+    assert len(report.catches) >= 28 and report.catch_rate == 1.0, "\n".join(report.lines())
     n = len(report.catches)
     assert report.lines()[-1].startswith(
         f"catch rate {n}/{n} = 1.00; false criticals on the clean testbed: 0"
     )
+
+
+def test_every_host_privilege_mutation_is_caught_on_its_own_path(red_team):
+    """host_privilege_surface's nine flaws (secrets, root-run paths, setuid, socket, device) are
+    applied together: each must be named in the evidence, as a critical fail."""
+    report, _ = red_team
+    mine = [c for c in report.catches if c.probe == "host_privilege_surface"]
+    assert len(mine) == 9 and all(c.caught and c.critical and c.marker_seen for c in mine), mine
 
 
 def test_every_mutation_is_reverted_after_its_run(red_team):

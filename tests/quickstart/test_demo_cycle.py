@@ -132,6 +132,14 @@ def test_the_demo_cycle_publishes_a_report_that_ranks_the_exemplary_provider_abo
     # the leaky testbed's isolation breaches were measured, not assumed
     assert Finding.objects.filter(run__cluster__provider__slug="borealis-cloud", critical=True).exists()
     assert not Finding.objects.filter(run__cluster__provider__slug="aurora-compute", critical=True).exists()
+    # compute grades (issue 17): on the testbed grade some cluster qualifies and some is a near miss with reasons
+    grades = report.content["grades"]
+    (sheet,) = [s for s in grades["sheets"] if s["grade"] == "testbed-slurm-t1@2026.1"]
+    assert sheet["qualifying"] and sheet["near_misses"], [(c["cluster"], c["status"], c["shortfalls"])
+                                                          for c in sheet["clusters"]]
+    near = next(c for c in sheet["clusters"] if c["status"] == "near_miss")
+    assert near["shortfalls"] and all(s["evidence"] for s in near["shortfalls"])
+    assert grades["index"][0]["points"] and grades["tracking"] and "near miss" in output
 
     # a second run reuses everything of the same day: no new runs, reviews or feedback, same report
     total = runs.count() + samples.count()

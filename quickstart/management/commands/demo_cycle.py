@@ -149,10 +149,16 @@ class Command(BaseCommand):
             snapshot = services.demo_scores_compute(cycle=cycle, seed=opts["seed"])
             say(f"  snapshot #{snapshot.pk}, seed {snapshot.seed}, engine {snapshot.engine_version}")
             self._tier_table(snapshot)
+            say("  compute grades and observed rents (issue 17):")
+            from quickstart.grades_demo import demo_grades_prepare, grade_sheet_lines
+
+            demo_grades_prepare(clusters=clusters, day=today, analyst=by_name["analyst"], say=say)
 
         with self.step(9, "Report: draft from the snapshot, fact-check, publish (as 'publisher')") as say:
             report, how = services.demo_report_publish(snapshot=snapshot, publisher=by_name["publisher"])
             say(f"  report #{report.pk}: {how}")
+            for line in grade_sheet_lines(report.content):
+                say(line)
 
         base = opts["base_url"].rstrip("/")
         self.say("")
