@@ -9,10 +9,11 @@
 #      the stuck-run sweeper); both stopped by pid when this script exits
 #   4. manage.py demo_cycle: rubric, three testbeds as three providers, the whole probe catalog on
 #      the worker, doc reviews, customer feedback, scores, the published report, demo users
-#   5. the web server in the foreground (gunicorn on 127.0.0.1:8000) until Ctrl-C
+#   5. manage.py demo_schedule: beat fires the non-disruptive catalog on every cluster (issue 18)
+#   6. the web server in the foreground (gunicorn on 127.0.0.1:8000) until Ctrl-C
 #
 # Logs, all under var/log/: demo-worker.log, demo-beat.log, demo-web.log (the web process's
-# Django log, errors with their tracebacks, and gunicorn's own), demo-access.log, demo-cycle.log.
+# Django log, errors with their tracebacks, and gunicorn's own), demo-access.log, demo-cycle.log, demo-schedule.log.
 #
 # The testbeds stay up after the server stops; `make demo-down` removes them.
 # Needs root (the testbed creates network namespaces and users). Idempotent: run it again.
@@ -34,6 +35,8 @@ step "PostgreSQL and Redis"
 ./scripts/services.sh
 step "testbed packages"
 ./scripts/install-testbed.sh
+step "LLM server for the serving probe (built once per machine, then cached)"
+./scripts/install-llm.sh
 if ! ls var/wheels/cmax/clustermax-*.whl >/dev/null 2>&1; then
   step "clustermax wheels for the audit probe"
   PYTHON=$py ./scripts/fetch-cmax-wheels.sh
@@ -89,6 +92,13 @@ echo "   beat pid $beat_pid, log $beat_log"
 step "demo cycle"
 $py manage.py demo_cycle | tee var/log/demo-cycle.log
 report_url=$(sed -n 's/^REPORT_URL=//p' var/log/demo-cycle.log | tail -n 1)
+
+# Issue 18: after the disruptive probes replaced nodes, beat fires a daily schedule of the whole
+# non-disruptive catalog on every demo cluster; every run must finish with no error a replaced node
+# caused (the command says what went wrong; the demo still serves, with the warning).
+step "scheduled run (Celery beat): the non-disruptive catalog on every cluster"
+$py manage.py demo_schedule | tee var/log/demo-schedule.log || \
+  echo "warning: the scheduled run did not pass (see var/log/demo-schedule.log)" >&2
 
 step "web server on http://127.0.0.1:8000 (Ctrl-C stops it and the worker)"
 OPGRADE_LOG_FILE=var/log/demo-web.log .venv/bin/gunicorn config.wsgi:application \
