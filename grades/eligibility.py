@@ -143,6 +143,7 @@ class MetricEvidence:
     n: int  # findings with a value
     unit: str = ""
     note: str = ""  # why there is no value (declined, error, no finding), or how it was restated
+    censored: str = ""  # no value, but the probe ran out of time or was declined: the worst value
 
 
 @dataclass(frozen=True)
@@ -256,6 +257,11 @@ def _criterion_value(req: Requirement, ev: ClusterEvidence) -> Check:
 
 def _metric(req: Requirement, ev: ClusterEvidence) -> Check:
     metric = ev.metrics.get(req.ref)
+    if metric is not None and metric.value is None and metric.censored:
+        # As in scoring, a timeout or a refusal is the worst value, never a gap in the evidence.
+        why = {"timeout": "did not finish within the probe's deadline", "declined": "declined by the provider"}
+        return Check(req, Verdict.MISSED, f"{req.ref}: {metric.censored} ({metric.note})", None, None,
+                     why.get(metric.censored, metric.censored))
     if metric is None or metric.value is None or not math.isfinite(metric.value):
         note = metric.note if metric is not None and metric.note else "no finding on this cluster"
         return Check(req, Verdict.UNKNOWN, f"{req.ref}: {note}")

@@ -186,9 +186,10 @@ def _metrics(cycle: Cycle, provider: Any) -> dict[int, dict[str, MetricEvidence]
         cluster_id, name = key
         vals = values.get(key) or []
         note = ", ".join(sorted(notes.get(key) or ()))
+        censored = next((o for o in ("timeout", "declined") if o in (notes.get(key) or ())), "")
         out[cluster_id][name] = MetricEvidence(
             value=statistics.median(vals) if vals else None, n=len(vals), unit=units[key],
-            note=note if vals else f"no value ({note or 'no finding'})")
+            note=note if vals else f"no value ({note or 'no finding'})", censored="" if vals else censored)
     return out
 
 

@@ -104,3 +104,12 @@ def test_criteria_of_another_rubric_version_are_unknown() -> None:
     result = evaluate(GRADE, _evidence(rubric="opgrade@2026.1"))
     assert _verdicts(result)["iso"] is Verdict.UNKNOWN
     assert "opgrade@2026.1" in next(c.evidence for c in result.checks if c.requirement.key == "iso")
+
+
+def test_a_timed_out_or_declined_probe_is_the_worst_value_not_a_gap() -> None:
+    for outcome, words in (("timeout", "did not finish within the probe's deadline"),
+                           ("declined", "declined by the provider")):
+        ev = _evidence(metrics={"node_ready_time:p95_seconds": MetricEvidence(
+            value=None, n=0, unit="s", note=f"no value ({outcome})", censored=outcome)})
+        check = next(c for c in evaluate(GRADE, ev).checks if c.requirement.key == "prov")
+        assert check.verdict is Verdict.MISSED and check.gap_text == words
