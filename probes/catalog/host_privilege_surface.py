@@ -207,7 +207,6 @@ class HostPrivilegeSurface(CatalogProbe, definition="host_privilege_surface"):
             result.stdout,
             plan,
             me=g.user,
-            home=g.home,
             allowed_devices=devices.split(),
             allowed_setuid=[str(s) for s in self.setting(ctx, "allowed_setuid") or []],
             foreign=re.compile(pattern) if pattern else None,

@@ -384,7 +384,6 @@ def judge(
     allowed_devices: Sequence[str],
     allowed_setuid: Sequence[str] = (),
     foreign: re.Pattern[str] | None = None,
-    home: str = "",
 ) -> SurfaceScan:
     """The check's records, judged: every issue with why, and what kept it from being complete."""
     whys: dict[tuple[str, str], list[str]] = {}
@@ -405,6 +404,7 @@ def judge(
     absent: list[tuple[str, str]] = []
     done = False
     package_setuid = 0
+    ctl_dir = ""
     for line in text.splitlines():
         rec = line.split("\t")
         kind = rec[0]
@@ -423,6 +423,7 @@ def judge(
                 "",
             )
             if k == "C":
+                ctl_dir = path  # printed first: this run's own private directory
                 controls["writable"] = "found" if "w" in perms else "not writable"
             elif k == "S" and "r" in perms and "socket" not in ftype:
                 issues.append(Issue(path, f"readable by the tenant (mode {mode}, owner {user}): {why}"))
@@ -445,7 +446,7 @@ def judge(
         elif kind == "suid" and len(rec) >= 8:
             counts["setuid"] += 1
             mode, user, group, perms, pkg, csum, path = rec[1:8]
-            if user == me and path.startswith(home + "/.opgrade-hps."):
+            if user == me and _mine(path, ctl_dir):
                 controls["setuid"] = "found"
                 continue
             if user == me:
@@ -474,7 +475,7 @@ def judge(
         elif kind == "sock" and len(rec) >= 5:
             counts["sockets"] += 1
             mode, user, perms, path = rec[1], rec[2], rec[3], rec[4]
-            if path.startswith(home + "/.opgrade-hps."):
+            if _mine(path, ctl_dir):
                 controls["socket"] = "found" if "w" in perms else "not writable"
                 continue
             if "w" in perms and user != me and CONTAINER_SOCKET.search(path):
@@ -494,7 +495,7 @@ def judge(
         elif kind == "secret" and len(rec) >= 5:
             counts["secret_files"] += 1
             why, mode, user, path = rec[1], rec[2], rec[3], rec[4]
-            if path.startswith(home + "/.opgrade-hps."):
+            if _mine(path, ctl_dir):
                 controls["secret"] = "found"  # noqa: S105 - a control name, no password
                 continue
             if user != me:
@@ -542,6 +543,11 @@ def judge(
             kept.append(issue)
     uniq = list({(i.path, i.why): i for i in kept}.values())
     return SurfaceScan(tuple(uniq), tuple(dict.fromkeys(incomplete)), counts, n_foreign)
+
+
+def _mine(path: str, ctl_dir: str) -> bool:
+    """In this run's own control directory (not a concurrent run's: they share the home)."""
+    return bool(ctl_dir) and path.startswith(ctl_dir + "/")
 
 
 def _sticky(mode: str) -> bool:
