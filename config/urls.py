@@ -7,6 +7,7 @@ from django.views import defaults
 
 from config.admin_text import guard_admin_text
 from config.api_errors import json_error_view
+from config.constraint_words import guard_constraint_words
 
 
 def healthz(_request: HttpRequest) -> HttpResponse:
@@ -17,6 +18,7 @@ admin.site.site_header = "Opgrade"
 admin.site.site_title = "Opgrade admin"
 admin.site.index_title = "Ratings of GPU cloud operators"
 guard_admin_text(admin.site)  # every admin form refuses NUL and bidi controls (config/admin_text.py)
+guard_constraint_words(admin.site)  # every admin form checks the DB constraints and says them in words
 
 urlpatterns = [
     path("admin/workbench/", include("workbench.urls")),  # before admin/: the cycle workbench

@@ -9,8 +9,30 @@ from providers.models import Cluster, Cycle, Provider
 from rubric.models import RubricVersion
 
 
+class ClusterForm(forms.ModelForm):
+    """A cluster is rated for the GPUs it has: say which and how many (issue 15: a cluster with
+    0 GPUs and no model was accepted)."""
+
+    class Meta:
+        model = Cluster
+        fields = ["provider", "name", "region", "gpu_model", "gpu_count", "orchestrator", "list_price_per_gpu_hour"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        # Checked when a cluster is added or these fields are edited: a stored cluster that lacks
+        # them (the demo's, before its inventory is read) does not block saving its provider.
+        new = self.instance.pk is None
+        if "gpu_count" in self.fields and data.get("gpu_count") == 0 and (new or "gpu_count" in self.changed_data):
+            self.add_error("gpu_count", "A cluster has at least one GPU: give the number ordered.")
+        if ("gpu_model" in self.fields and "gpu_model" in data and not (data.get("gpu_model") or "").strip()
+                and (new or "gpu_model" in self.changed_data)):
+            self.add_error("gpu_model", "Name the GPU model as ordered, e.g. H100-SXM-80GB.")
+        return data
+
+
 class ClusterInline(admin.TabularInline):
     model = Cluster
+    form = ClusterForm
     extra = 0
     fields = ["name", "region", "gpu_model", "gpu_count", "orchestrator", "list_price_per_gpu_hour"]
 
@@ -26,6 +48,7 @@ class ProviderAdmin(admin.ModelAdmin):
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
+    form = ClusterForm
     list_display = ["name", "provider", "region", "gpu_model", "gpu_count", "orchestrator", "list_price_per_gpu_hour"]
     list_filter = ["orchestrator", "gpu_model", "region"]
     search_fields = ["name", "provider__name", "region", "gpu_model"]
