@@ -32,6 +32,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from config.constraint_words import constraint_words
+
 
 class Conflict(exceptions.APIException):
     """409: the request is well formed but clashes with stored state (frozen, immutable, taken)."""
@@ -100,7 +102,11 @@ def api_exception(exc: BaseException) -> exceptions.APIException | Response | No
     if isinstance(exc, forbidden):
         return exceptions.PermissionDenied(str(exc))
     if isinstance(exc, IntegrityError):
-        # Never echo the database's message (it names tables and values); say what happened.
+        # Never echo the database's message (it names tables and values); say what happened,
+        # in the words of the constraint it broke when the database names one we know.
+        words = constraint_words(getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None) or "")
+        if words:
+            return Conflict(f"{words} Nothing was written.")
         return Conflict("the change conflicts with stored data (a uniqueness or integrity rule); nothing was written")
     if isinstance(exc, conflict):
         return Conflict(str(exc))

@@ -134,3 +134,18 @@ def test_a_cluster_with_no_gpus_and_no_model_is_refused_in_words_on_the_admin_pa
         "provider": provider.pk, "name": "second", "gpu_model": "H100", "gpu_count": "8", "orchestrator": "slurm",
     })
     assert ok.status_code == 302 and Cluster.objects.filter(name="second").exists()
+
+
+@pytest.mark.django_db
+def test_the_api_says_a_broken_constraint_in_the_same_words_and_never_the_database_message():
+    from django.db import IntegrityError, transaction
+
+    from config.api_errors import Conflict, api_exception
+
+    cluster = ClusterFactory()
+    with pytest.raises(IntegrityError) as caught, transaction.atomic():
+        Cluster.objects.filter(pk=cluster.pk).update(list_price_per_gpu_hour=-1)
+    mapped = api_exception(caught.value)
+    assert isinstance(mapped, Conflict)
+    assert str(mapped.detail) == "The list price per GPU-hour cannot be negative. Nothing was written."
+    assert "ratings_cluster" not in str(mapped.detail)
