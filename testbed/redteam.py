@@ -430,6 +430,21 @@ def _cron_file(c: Ctx) -> Path:
     return Path(f"/etc/cron.d/opgtb-{c.name}-cleanup")
 
 
+def _cron_job(c: Ctx) -> Path:
+    return Path(f"/etc/cron.d/opgtb-{c.name}-rotate")
+
+
+def _cron_script(c: Ctx) -> Path:
+    return Path(f"/srv/opgtb-{c.name}-rotate.sh")
+
+
+def _apply_cron_script(c: Ctx) -> None:
+    _write(_cron_script(c), f"#!/bin/sh\n# log rotation of testbed {c.name} (red team)\nexit 0\n")
+    os.chmod(_cron_script(c), 0o777)  # noqa: S103 - the flaw under test
+    # a root-owned 0644 cron file, as it should be; February 31st never comes, so cron never runs it
+    _write(_cron_job(c), f"0 0 31 2 * root {_cron_script(c)}\n")
+
+
 def _dbd_conf(c: Ctx) -> Path:
     return c.root / "slurm" / "slurmdbd.conf"
 
@@ -794,6 +809,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         _apply_cron,
         lambda c: _rm(_cron_file(c)),
         lambda c: str(_cron_file(c)),
+        HOST,
+    ),
+    Mutation(
+        "cron_job_runs_world_writable_script",
+        PRIVILEGE,
+        "a proper root cron job (0644) whose script is world-writable: root runs what any tenant writes",
+        _apply_cron_script,
+        lambda c: _rm(_cron_job(c), _cron_script(c)),
+        lambda c: str(_cron_script(c)),
         HOST,
     ),
     Mutation(

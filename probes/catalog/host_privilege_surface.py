@@ -8,12 +8,15 @@ tenant has), it checks the whole surface the node's own configuration names, not
    process the tenant does not own, the ``PATH`` lines of the files that set root's and the Slurm
    daemons' search path (``/etc/environment``, ``/etc/login.defs``, cron, the systemd units and
    defaults files of Slurm and munge, every program slurm.conf names) and the ``HostKey`` lines of
-   every readable sshd configuration. :func:`probes.parsers.privilege.surface_plan` derives the
+   every readable sshd configuration, what cron and systemd run (cron lines, ``Exec*=`` lines of
+   every unit), the absolute paths the Slurm programs call, and the ld.so library directories.
+   :func:`probes.parsers.privilege.surface_plan` derives the
    paths to check: secrets (munge keys from every munged's ``--key-file``, SSH host keys from every
    sshd's options and configuration, ``/etc/shadow``, ``slurmdbd.conf``, JWT keys), files and
    directories root runs or reads (every program slurm.conf names, slurm.conf, the daemons'
-   executables, cron, profile.d, systemd unit directories, every directory in those PATHs, the
-   Slurm plugin directory) and every ancestor of them.
+   executables, what cron and systemd run, cron, profile.d, systemd unit directories, every
+   directory in those PATHs and in ld.so's, the Slurm configuration and plugin directories) and
+   every ancestor of them.
 2. The *check* (:data:`CHECK_SCRIPT`) stats each as the tenant (``access(2)``: groups and ACLs
    count), and scans on its own, bounded in time and entries: every setuid/setgid file on each
    filesystem not mounted ``nosuid`` (owned by an installed package? content equal to the package's
@@ -76,6 +79,19 @@ for f in /etc/ssh/sshd_config /etc/ssh/sshd_config.d/*.conf $(printf '%s\n' "$cf
   [ -f "$f" ] && [ -r "$f" ] || continue
   sed -n -E 's/^[[:space:]]*[Hh][Oo][Ss][Tt][Kk][Ee][Yy][[:space:]]+//p' -- "$f" | head -n 20 | while IFS= read -r k; do printf 'hostkey\t%s\t%s\n' "$f" "$k"; done
 done
+# what cron and systemd run, and the programs slurm.conf names call by absolute path
+for f in /etc/crontab /etc/cron.d/* /var/spool/cron/crontabs/* /var/spool/cron/*; do
+  [ -f "$f" ] && [ -r "$f" ] || continue
+  grep -v -E '^[[:space:]]*(#|$|[A-Za-z_]+=)' -- "$f" | head -n 200 | while IFS= read -r l; do printf 'cronline\t%s\t%s\n' "$f" "$l"; done
+done
+grep -h -E '^[[:space:]]*Exec(Start|StartPre|StartPost|Stop|StopPost|Reload|Condition)[A-Za-z]*=' -- /etc/systemd/system/*.service \
+  /etc/systemd/system/*/*.conf /lib/systemd/system/*.service /usr/lib/systemd/system/*.service /run/systemd/system/*.service 2>/dev/null |
+  sort -u | head -n 3000 | while IFS= read -r l; do printf 'execline\t%s\n' "$l"; done
+for f in $progs; do
+  [ -f "$f" ] && [ -r "$f" ] || continue
+  grep -o -E '(^|[[:space:]"'\''=;(|&])/[A-Za-z0-9_./+@-]+' -- "$f" | sed -E 's/^[^/]*//' | sort -u | head -n 100 | while IFS= read -r r; do printf 'scriptref\t%s\t%s\n' "$f" "$r"; done
+done
+cat /etc/ld.so.conf /etc/ld.so.conf.d/*.conf 2>/dev/null | grep -E '^[[:space:]]*/' | head -n 100 | while IFS= read -r d; do printf 'libdir\t%s\n' "$d"; done
 printf 'me\t%s\t%s\t%s\n' "$me" "$(id -un)" "$(cd ~ && pwd -P)"
 printf 'done\n'
 """

@@ -8,6 +8,10 @@ configuration names, one tab-separated record per line::
     proc    UID  ARGV0  ARG1 ...                # every process the tenant does not own (cmdline)
     pathline  FILE  LINE                        # a PATH= / ENV_SUPATH line of a file root reads
     hostkey   FILE  PATH                        # a HostKey line of a readable sshd_config
+    cronline  FILE  LINE                        # a job line of a readable crontab
+    execline  LINE                              # an Exec*= line of a systemd unit
+    scriptref FILE  PATH                        # an absolute path a Slurm program names
+    libdir    DIR                               # a directory of ld.so.conf(.d)
     me      UID  USER  HOME
     done
 
@@ -24,7 +28,9 @@ From it :func:`surface_plan` derives, without a clock or I/O, every path to chec
 * ``T`` directories whose entries root executes or reads (cron, profile.d, systemd unit dirs,
   every directory in root's and the Slurm daemons' PATH as far as the node's files say it, the
   Slurm configuration and plugin directories): any tenant-writable entry;
-* ``A`` every ancestor of those: a tenant-writable ancestor (without the sticky bit) lets the
+* ``R`` paths cron lines, unit ``Exec*=`` arguments and the Slurm programs name: a regular file
+  among them the tenant can write is a hole (a directory they name may be data, e.g. /tmp);
+* ``A`` every ancestor of those (not of ``R``): a tenant-writable ancestor (without the sticky bit) lets the
   tenant replace the whole subtree.
 
 The second, the *check*, stats each planned path as the tenant (``access(2)``: modes, groups and
@@ -161,6 +167,8 @@ class Gathered:
     user: str
     home: str
     config_error: str = ""
+    runs: tuple[tuple[str, str, str], ...] = ()  # (kind X|R, path, why): what cron/systemd/scripts run
+    lib_dirs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -207,6 +215,8 @@ def parse_gather(text: str) -> Gathered:
     path_lines: list[tuple[str, str]] = []
     host_keys: list[tuple[str, str]] = []
     me: tuple[int, str, str] | None = None
+    runs: list[tuple[str, str, str]] = []
+    libs: list[str] = []
     done = False
     for line in text.splitlines():
         kind, _, rest = line.partition("\t")
@@ -222,6 +232,24 @@ def parse_gather(text: str) -> Gathered:
         elif kind == "hostkey":
             f, _, value = rest.partition("\t")
             host_keys.append((f, value.strip()))
+        elif kind == "cronline":
+            f, _, value = rest.partition("\t")
+            runs += [("R", p, f"named by cron ({f})") for p in _abs_tokens(value)]
+        elif kind == "execline":
+            cmd = rest.split("=", 1)[1].lstrip("-@!+: ") if "=" in rest else ""
+            tokens = _abs_tokens(cmd)
+            if tokens and cmd.startswith(tokens[0]):
+                runs.append(("X", tokens[0], f"systemd runs it: {rest.strip()[:80]}"))
+                tokens = tokens[1:]
+            runs += [("R", p, "named by a systemd unit") for p in tokens]
+        elif kind == "scriptref":
+            f, _, value = rest.partition("\t")
+            if value.startswith("/"):
+                runs.append(("R", value.strip(), f"called by {f}"))
+        elif kind == "libdir":
+            d = rest.strip().split()[0] if rest.strip() else ""
+            if d.startswith("/"):
+                libs.append(d)
         elif kind == "me":
             parts = rest.split("\t")
             if len(parts) == 3 and parts[0].isdigit():
@@ -236,7 +264,25 @@ def parse_gather(text: str) -> Gathered:
         config = parse_scontrol_config("\n".join(config_lines))
     except ParseError as exc:
         error = str(exc)
-    return Gathered(config, tuple(procs), tuple(path_lines), tuple(host_keys), *me, config_error=error)
+    return Gathered(
+        config,
+        tuple(procs),
+        tuple(path_lines),
+        tuple(host_keys),
+        *me,
+        config_error=error,
+        runs=tuple(dict.fromkeys(runs)),
+        lib_dirs=tuple(dict.fromkeys(libs)),
+    )
+
+
+def _abs_tokens(text: str) -> list[str]:
+    """Absolute paths in a command line (quotes and shell punctuation around them dropped)."""
+    out = []
+    for word in re.split(r"[\s;|&()<>`'\"=]+", text):
+        if word.startswith("/") and len(word) > 1 and "*" not in word and "$" not in word:
+            out.append(word.rstrip(","))
+    return out
 
 
 def _opt_values(argv: Sequence[str], long: str, short: str = "") -> list[str]:
@@ -303,7 +349,7 @@ def surface_plan(g: Gathered, *, extra_secret_roots: Iterable[str] = ()) -> list
         confdir = str(PurePosixPath(conf).parent)
         plan += [
             Planned("X", conf, "slurm.conf (every Slurm daemon, root, reads it)"),
-            Planned("T", confdir, "the Slurm configuration directory", 1),
+            Planned("T", confdir, "the Slurm configuration directory", 2),
             Planned("S", f"{confdir}/slurmdbd.conf", "slurmdbd.conf (database password)"),
             Planned("S", f"{confdir}/jwt*.key", "Slurm JWT key"),
         ]
@@ -342,6 +388,12 @@ def surface_plan(g: Gathered, *, extra_secret_roots: Iterable[str] = ()) -> list
                 plan.append(Planned("X", conf_file, f"{name} configuration"))
                 confdir = str(PurePosixPath(conf_file).parent)
                 plan.append(Planned("S", f"{confdir}/slurmdbd.conf", "slurmdbd.conf (database password)"))
+    for kind, path, why in g.runs:
+        plan.append(Planned(kind, path, why))
+    for d in g.lib_dirs:
+        plan.append(
+            Planned("T", d, "a shared-library directory (ld.so.conf): root's programs load from it", 1)
+        )
     for f, key in g.host_keys:
         if key.startswith("/"):
             plan.append(Planned("S", key, f"HostKey in {f}"))
@@ -351,7 +403,7 @@ def surface_plan(g: Gathered, *, extra_secret_roots: Iterable[str] = ()) -> list
     for d in dict.fromkeys(dirs):
         plan.append(Planned("T", d, "in root's or a Slurm daemon's PATH", 1))
     del extra_secret_roots  # the check scans them for key material itself
-    for p in list(plan):
+    for p in [p for p in plan if p.kind != "R"]:
         for anc in _ancestors(p.path):
             plan.append(Planned("A", anc, f"ancestor of {p.path}"))
     seen: set[tuple[str, str]] = set()
@@ -428,7 +480,8 @@ def judge(
             elif k == "S" and "r" in perms and "socket" not in ftype:
                 issues.append(Issue(path, f"readable by the tenant (mode {mode}, owner {user}): {why}"))
             elif (
-                (k == "S" and "w" in perms)
+                (k == "R" and "w" in perms and ftype.startswith("regular"))  # a data dir it names is not code
+                or (k == "S" and "w" in perms)
                 or (k in ("X", "T") and "w" in perms)
                 or (k == "A" and "w" in perms and not _sticky(mode))
             ):

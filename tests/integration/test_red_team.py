@@ -105,7 +105,7 @@ def test_every_mutation_is_caught_by_its_probe_as_expected(red_team, mutation):
 
 def test_the_catch_rate_is_complete_over_at_least_fifteen_mutations(red_team):
     report, _ = red_team
-    assert len(report.catches) >= 28 and report.catch_rate == 1.0, "\n".join(report.lines())
+    assert len(report.catches) >= 29 and report.catch_rate == 1.0, "\n".join(report.lines())
     n = len(report.catches)
     assert report.lines()[-1].startswith(
         f"catch rate {n}/{n} = 1.00; false criticals on the clean testbed: 0"
@@ -113,11 +113,11 @@ def test_the_catch_rate_is_complete_over_at_least_fifteen_mutations(red_team):
 
 
 def test_every_host_privilege_mutation_is_caught_on_its_own_path(red_team):
-    """host_privilege_surface's nine flaws (secrets, root-run paths, setuid, socket, device) are
+    """host_privilege_surface's ten flaws (secrets, root-run paths, setuid, socket, device) are
     applied together: each must be named in the evidence, as a critical fail."""
     report, _ = red_team
     mine = [c for c in report.catches if c.probe == "host_privilege_surface"]
-    assert len(mine) == 9 and all(c.caught and c.critical and c.marker_seen for c in mine), mine
+    assert len(mine) == 10 and all(c.caught and c.critical and c.marker_seen for c in mine), mine
 
 
 def test_every_mutation_is_reverted_after_its_run(red_team):

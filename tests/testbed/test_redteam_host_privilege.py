@@ -25,10 +25,10 @@ def _ctx(name: str) -> redteam.Ctx:
 MINE = [m for m in redteam.MUTATIONS if m.probe == "host_privilege_surface"]
 
 
-def test_nine_host_privilege_mutations_each_with_its_own_marker():
-    assert len(MINE) == 9
+def test_ten_host_privilege_mutations_each_with_its_own_marker():
+    assert len(MINE) == 10
     markers = [m.marker(_ctx("tbx")) for m in MINE if m.marker]
-    assert len(markers) == 9 and len(set(markers)) == 9
+    assert len(markers) == 10 and len(set(markers)) == 10
 
 
 def test_every_marker_lies_in_the_testbed_or_carries_its_name():

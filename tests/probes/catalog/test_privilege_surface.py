@@ -51,6 +51,15 @@ def test_the_mutated_node_names_its_epilog_and_its_path_directory():
     assert ("T", "/srv/opgtb-h13-tools") in plan  # from the HealthCheckProgram's PATH= line
 
 
+def test_what_cron_and_systemd_run_is_planned_from_their_own_files():
+    g = _gathered("clean")
+    plan = {(p.kind, p.path): p.why for p in surface_plan(g)}
+    assert plan[("R", "/sbin/e2scrub_all")] == "named by cron (/etc/cron.d/e2scrub_all)"
+    assert plan[("X", "/usr/sbin/sshd")]  # ExecReload=/usr/sbin/sshd -t, and root's sshd
+    assert ("X", "/lib/systemd/systemd-networkd") in plan  # ExecStart=!!/lib/... prefixes dropped
+    assert ("T", "/usr/local/lib") in plan  # ld.so.conf.d: root's programs load libraries from it
+
+
 def test_the_clean_testbed_passes_with_every_control_found():
     scan = _judged("clean")
     assert scan.issues == () and scan.complete, scan.evidence()
@@ -66,6 +75,7 @@ def test_every_red_team_mutation_is_an_issue_on_its_own_path():
         ("/opt/opgtb-h13/bin/bash", "no installed package owns it"),
         (f"{ROOT}/bin/epilog.sh", "Epilog in slurm.conf"),
         ("/etc/cron.d/opgtb-h13-cleanup", "writable"),
+        ("/srv/opgtb-h13-rotate.sh", "named by cron (/etc/cron.d/opgtb-h13-rotate)"),
         (f"{ROOT}/slurm/slurmdbd.conf", "readable"),
         ("/run/opgtb-h13/docker.sock", "container/runtime control socket"),
         ("/srv/opgtb-h13-tools", "PATH"),
