@@ -90,3 +90,22 @@ def test_a_replacement_node_is_probed_over_direct_ssh_through_its_certificate_wi
         refused = Finding.objects.get(run=third, target=new)
         assert refused.outcome == "error" and refused.evidence["error_code"] == "host_key_unverified"
         assert third.flagged
+
+
+def test_with_ssh_restricted_to_jobs_direct_ssh_is_refused_and_the_scheduler_path_still_probes_the_node(settings):  # type: ignore[no-untyped-def]
+    settings.OPGRADE_PROBE_MAX_ATTEMPTS = 1
+    name = prefixed_name("hcr")
+    with running_testbed("exemplary", name=name, nodes=1, overrides={"ssh": {"restrict_to_jobs": True}}) as info:
+        cluster = _register(info)
+        node = info.nodes["node1"]["address"]
+        direct = _run(cluster, 0)
+        refused = Finding.objects.get(run=direct, target=node)
+        # the certificate verified (no host_key_unverified); sshd then refused a tenant without a job there
+        assert refused.outcome == "error" and refused.evidence["error_code"] == "auth_failed", refused.summary
+        assert direct.status == ProbeRun.Status.ERROR and direct.flagged
+
+        ClusterAccess.objects.filter(cluster=cluster).update(node_access=ClusterAccess.NodeAccess.SCHEDULER)
+        through_srun = _run(cluster, 1)
+        probed = Finding.objects.get(run=through_srun, target=node)
+        assert through_srun.status == ProbeRun.Status.DONE, (through_srun.error_code, through_srun.error_message)
+        assert probed.outcome == "pass" and probed.evidence["cmd"].startswith("srun --nodelist=node1 ")
