@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from rubric.spec import TIER_LABELS, TIERS
@@ -313,10 +313,16 @@ _READERS = {"tier": _tier, "gate": _gate, "criterion": _criterion_value, "probe"
 
 def check_requirement(req: Requirement, ev: ClusterEvidence, *, grade_rubric: str = "") -> Check:
     """The verdict on one requirement from one cluster's evidence."""
-    if req.reads in ("gate", "criterion") and grade_rubric and ev.rubric and grade_rubric != ev.rubric:
+    # Criteria are read by key within one rubric family (a later version of the same rubric keeps
+    # its keys; the diff says what changed). Another family's criteria are never taken for these.
+    family = grade_rubric.partition("@")[0]
+    if req.reads in ("gate", "criterion") and family and ev.rubric and ev.rubric.partition("@")[0] != family:
         return Check(req, Verdict.UNKNOWN,
                      f"the cycle is rated on {ev.rubric}; the grade reads criterion {req.ref} of {grade_rubric}")
-    return _READERS[req.reads](req, ev)
+    check = _READERS[req.reads](req, ev)
+    if req.reads in ("gate", "criterion") and ev.rubric and ev.rubric != grade_rubric:
+        return replace(check, evidence=f"{check.evidence} (read from {ev.rubric}; the grade names {grade_rubric})")
+    return check
 
 
 def evaluate(grade: Grade, evidence: ClusterEvidence) -> Eligibility:

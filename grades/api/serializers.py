@@ -24,7 +24,7 @@ class GradeDefinitionSerializer(serializers.ModelSerializer):
 class PriceObservationSerializer(serializers.ModelSerializer):
     """Create input is checked by grades.services (band, duplicate, frozen grade, GPU model)."""
 
-    grade = serializers.SlugRelatedField(slug_field="id", queryset=GradeDefinition.objects.all())
+    grade = serializers.PrimaryKeyRelatedField(queryset=GradeDefinition.objects.all())
     cluster = serializers.PrimaryKeyRelatedField(queryset=Cluster.objects.select_related("provider"))
     term = serializers.ChoiceField(choices=TERMS)
     price_per_gpu_hour = serializers.DecimalField(max_digits=8, decimal_places=4)

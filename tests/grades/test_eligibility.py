@@ -100,10 +100,13 @@ def test_other_hardware_is_not_a_near_miss() -> None:
     assert not result.qualifies and not result.near_miss
 
 
-def test_criteria_of_another_rubric_version_are_unknown() -> None:
-    result = evaluate(GRADE, _evidence(rubric="opgrade@2026.1"))
-    assert _verdicts(result)["iso"] is Verdict.UNKNOWN
-    assert "opgrade@2026.1" in next(c.evidence for c in result.checks if c.requirement.key == "iso")
+def test_criteria_are_read_by_key_within_the_rubric_family_and_never_from_another() -> None:
+    later = evaluate(GRADE, _evidence(rubric="opgrade@2026.3"))
+    assert _verdicts(later)["iso"] is Verdict.MET
+    assert "read from opgrade@2026.3" in next(c.evidence for c in later.checks if c.requirement.key == "iso")
+    other = evaluate(GRADE, _evidence(rubric="otherrubric@1"))
+    assert _verdicts(other)["iso"] is Verdict.UNKNOWN
+    assert "otherrubric@1" in next(c.evidence for c in other.checks if c.requirement.key == "iso")
 
 
 def test_a_timed_out_or_declined_probe_is_the_worst_value_not_a_gap() -> None:
