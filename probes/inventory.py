@@ -201,7 +201,7 @@ def inventory_endpoints(
         keys = pins.get((node.address, port)) or pins.get((node.name, port)) or ()
         out.append(
             Endpoint(host=node.address, port=port, host_keys=keys, jump=login, host_cas=host_cas,
-                     principal=node.name if host_cas else "")
+                     principal=node.name if host_cas else "", job_node=node.name)
         )  # fmt: skip
     return tuple(out)
 

@@ -38,6 +38,7 @@ caller; the others (changed host key, failed authentication) must end the run at
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import io
 import select
@@ -279,6 +280,10 @@ class Endpoint:
     # The node's name in the scheduler: when set, commands reach the node as a tenant's job does
     # (``srun --nodelist`` on the jump host, see :class:`SchedulerConnection`), not over SSH.
     scheduler_node: str = ""
+    # Direct SSH only: the node's name in the scheduler. Where the node's sshd admits a tenant
+    # only with a running job there (``pam_slurm_adopt``), the run holds a short job on it
+    # (:class:`JobHold`) and connects again; see ``ProbeContext.ssh``.
+    job_node: str = ""
 
     def __post_init__(self) -> None:
         if not self.host or any(c.isspace() for c in self.host):
@@ -1062,3 +1067,70 @@ class SchedulerConnection:
 
     def close(self) -> None:  # the login node's connection belongs to the pool
         return None
+
+
+_HOLD = (
+    "sbatch --parsable --nodelist={node} --nodes=1 --ntasks=1 --time={minutes} --job-name={name} "
+    "--output=/dev/null --wrap {wrap}"
+)
+
+
+class JobHold:
+    """A short job of the tenant's on one node, held while the run reaches that node over SSH.
+
+    On clusters whose compute nodes admit a tenant only while it has a running job there
+    (``pam_slurm_adopt``, the testbed's ``ssh.restrict_to_jobs``), a tenant who wants a shell on a
+    node first gets an allocation on it. ``start`` submits ``sbatch --nodelist=NODE --wrap 'sleep
+    N'`` from the login node and waits until it runs; a job the scheduler does not start within
+    ``wait_s`` is cancelled and :class:`SchedulerRefused` raised (the node is unreachable by the
+    provider's policy now: never a pass, and like a refused ``srun``, not held against the
+    operator's credentials). ``release`` cancels the job.
+    """
+
+    job_name = "opgrade-ssh-hold"
+
+    def __init__(self, login: SshConnection, node: str, *, hold_s: int = 1800, wait_s: float = 30) -> None:
+        if not node:
+            raise ValueError("a job hold needs the node's scheduler name")
+        self.login = login
+        self.node = node
+        self.hold_s = hold_s
+        self.wait_s = wait_s
+        self.job_id = ""
+
+    def start(self, *, why: str = "") -> str:
+        submit = Command(
+            _HOLD, node=self.node, minutes=max(1, -(-self.hold_s // 60) + 1), name=self.job_name,
+            wrap=f"sleep {int(self.hold_s)}",
+        )  # fmt: skip
+        result = self.login.run(submit, timeout_s=30)
+        job_id = result.stdout.strip().split(";")[0]
+        if result.exit_code != 0 or not job_id.isdigit():
+            said = (result.stderr or result.stdout).strip()[:300]
+            raise SchedulerRefused(
+                f"{self.node}: SSH to this node needs a running job of the tenant there{why}, and the "
+                f"scheduler refused one: {said}"
+            )
+        self.job_id = job_id
+        deadline = time.monotonic() + self.wait_s
+        state = ""
+        while time.monotonic() < deadline:
+            shown = self.login.run(Command("squeue -h -j {job} -o %T", job=job_id), timeout_s=15)
+            state = shown.stdout.strip()
+            if state == "RUNNING":
+                return job_id
+            if shown.exit_code == 0 and state not in ("PENDING", "CONFIGURING", ""):
+                break
+            time.sleep(0.5)
+        self.release()
+        raise SchedulerRefused(
+            f"{self.node}: SSH to this node needs a running job of the tenant there{why}, and the "
+            f"scheduler did not start one within {self.wait_s:g}s (job state {state or 'unknown'})"
+        )
+
+    def release(self) -> None:
+        job_id, self.job_id = self.job_id, ""
+        if not job_id:
+            return
+        with contextlib.suppress(TransportError):  # the job ends by its --time anyway
+            self.login.run(Command("scancel {job}", job=job_id), timeout_s=15)

@@ -25,6 +25,7 @@ This module imports no Django models and reads no clock (timings come from the t
 from __future__ import annotations
 
 import hashlib
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,9 +33,11 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 from probes.transport import (
+    AuthFailed,
     CommandResult,
     Credentials,
     Endpoint,
+    JobHold,
     SchedulerConnection,
     SshConnection,
     SshPool,
@@ -194,6 +197,10 @@ class ProbeContext:
         self.max_concurrency = max_concurrency
         self._pool_factory = pool_factory
         self._pools: dict[str, Any] = {}
+        # jobs held on nodes whose sshd admits a tenant only with a job there: (tenant, node) -> hold
+        self._holds: dict[tuple[str, str], JobHold] = {}
+        self._hold_locks: dict[tuple[str, str], threading.Lock] = {}
+        self._holds_guard = threading.Lock()
 
     # -- SSH --------------------------------------------------------------------------------------
 
@@ -216,9 +223,34 @@ class ProbeContext:
         if endpoint.scheduler_node and endpoint.jump is not None:
             # a node reached as a tenant's job: srun from the login node, no SSH to the node itself
             return SchedulerConnection(pool.connection(endpoint.jump), endpoint)  # type: ignore[return-value]
-        return pool.connection(endpoint)
+        if not (endpoint.job_node and endpoint.jump is not None):
+            return pool.connection(endpoint)
+        try:
+            return pool.connection(endpoint)
+        except AuthFailed as refused:
+            # A node whose sshd admits a tenant only with a job there (pam_slurm_adopt): do what a
+            # tenant does, hold a short job on it and connect again. No job placed: SchedulerRefused.
+            self._job_hold(account.label, pool, endpoint, why=f" (refused without one: {refused})")
+            return pool.connection(endpoint)
+
+    def _job_hold(self, label: str, pool: Any, endpoint: Endpoint, *, why: str) -> None:
+        """Hold a job of tenant ``label`` on ``endpoint``'s node until :meth:`close` (once per pair)."""
+        assert endpoint.jump is not None
+        with self._holds_guard:
+            lock = self._hold_locks.setdefault((label, endpoint.job_node), threading.Lock())
+        with lock:
+            held = self._holds.get((label, endpoint.job_node))
+            if held is not None and held.job_id:
+                return
+            wait_s = float(self.settings.get("ssh_job_hold.wait_s") or 30)
+            hold = JobHold(pool.connection(endpoint.jump), endpoint.job_node, wait_s=wait_s)
+            hold.start(why=why)
+            self._holds[(label, endpoint.job_node)] = hold
 
     def close(self) -> None:
+        for hold in list(self._holds.values()):  # before the login connections they use close
+            hold.release()
+        self._holds.clear()
         for pool in self._pools.values():
             pool.close()
         self._pools.clear()
