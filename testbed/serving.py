@@ -95,6 +95,7 @@ def server_argv(knobs: dict[str, Any], *, host: str, port: int) -> list[str]:
         "--ubatch-size", str(int(s["batch_size"])),
         "--ctx-size", str(int(s["ctx_size"])),
         "--cont-batching",
+        "--poll", "0",  # sleep, never spin, while waiting for work: the cores are shared
         "--metrics",
         "--no-webui",
         "--log-disable",

@@ -160,7 +160,7 @@ class ServingGoodput(CatalogProbe):
         ctx.ssh(ctx.login).put(code, script, mode=0o600)  # type: ignore[arg-type]
 
         node = compute_nodes(ctx)[-1]  # a tenant node; the endpoint is the provider's, wherever it runs
-        budget = float(preset["max_seconds"]) + float(preset["request_timeout_s"]) + 30
+        budget = min(float(preset["max_seconds"]) + float(preset["request_timeout_s"]) + 30, self.timeout_s - 30)
         ran = run(ctx, node, loadgen(script, url, model, preset), timeout_s=budget, what="load generator")
         common = {
             "node": node.host,

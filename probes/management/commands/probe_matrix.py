@@ -76,18 +76,38 @@ def host_key_of(public_line: str) -> HostKey:
 
 
 def testbed_context(
-    name: str, *, disruptive: bool = False, settings: Mapping[str, Any] | None = None
+    name: str,
+    *,
+    disruptive: bool = False,
+    settings: Mapping[str, Any] | None = None,
+    node_access: str = "scheduler",
 ) -> ProbeContext:
-    """A probe context for testbed ``name``, as the runner would build it for a real cluster."""
+    """A probe context for testbed ``name``, as the runner would build it for a real cluster.
+
+    ``node_access``: "scheduler" (the runner's default) reaches a compute node as a tenant's job
+    does, ``srun --nodelist`` from the login node; "ssh" connects to it directly through the login
+    node with its pinned host key, holding a short job there first where the node's sshd admits
+    only tenants with a job (``ssh.restrict_to_jobs``, like pam_slurm_adopt).
+    """
     from testbed import api as testbed_api
 
+    if node_access not in ("scheduler", "ssh"):
+        raise ValueError(f"node_access is 'scheduler' or 'ssh', not {node_access!r}")
     info = testbed_api.info(name)
     login = Endpoint(host=info.login_addr, port=info.ssh_port, host_keys=(host_key_of(info.login_host_key),))
-    nodes = [
-        Endpoint(host=n["address"], port=22, host_keys=(host_key_of(n["host_key"]),), jump=login)
-        for _, n in sorted(info.nodes.items(), key=lambda kv: int(kv[0].removeprefix("node") or 0))
-        if n.get("host_key") and n.get("status") == "ready"
+    ready = [
+        (node, n)
+        for node, n in sorted(info.nodes.items(), key=lambda kv: int(kv[0].removeprefix("node") or 0))
+        if n.get("status") == "ready"
     ]
+    if node_access == "scheduler":
+        nodes = [Endpoint(host=n["address"], port=22, jump=login, scheduler_node=node) for node, n in ready]
+    else:
+        nodes = [
+            Endpoint(host=n["address"], port=22, host_keys=(host_key_of(n["host_key"]),), jump=login, job_node=node)
+            for node, n in ready
+            if n.get("host_key")
+        ]
     tenants = [
         Tenant(
             label=f"tenant-{t.id}",
@@ -117,6 +137,7 @@ def testbed_context(
             "management_addrs": [info.controller_addr],
             "provider_listeners.allowed": TESTBED_ALLOWED_LISTENERS,
             "freshness_sink_url": f"http://{info.controller_addr}/healthz",
+            "serving_url": getattr(info, "serving_url", ""),  # serving.enabled: node1's LLM endpoint
             **TESTBED_SETTINGS,
             **dict(settings or {}),
         },
