@@ -81,6 +81,7 @@ class ProviderRow:
     areas_below_floor: list[str] = field(default_factory=list)  # areas whose evidence is under the area floor
     clusters: list[Cluster] = field(default_factory=list)
     matrix_html: str = ""  # the row's cells as HTML (filled by the view)
+    provider_html: str = ""  # the row of the providers table as HTML (filled by the view)
 
 
 @dataclass(frozen=True)
@@ -128,21 +129,35 @@ def _criterion_weights(criteria: list[Criterion], areas: list[Area]) -> dict[int
     return {c.pk: area_weight.get(c.area_id, 0.0) * c.weight / (in_area[c.area_id] or 1.0) for c in criteria}
 
 
-def _finding_counts(cycle: Cycle) -> dict[tuple[int, str, str], dict[str, int]]:
-    """(provider id, probe id, metric) -> outcome counts, with 'critical' counted apart."""
+# A (provider, probe, metric)'s findings, summed once: total (not counting the critical flag),
+# failing, harness errors, critical, declined, measured (pass or warn), not applicable.
+FindingSummary = tuple[int, int, int, int, int, int, int]
+NO_FINDINGS: FindingSummary = (0, 0, 0, 0, 0, 0, 0)
+
+
+def _finding_counts(cycle: Cycle) -> dict[tuple[int, str, str], FindingSummary]:
+    """(provider id, probe id, metric) -> its findings summed by outcome (``FindingSummary``)."""
     out: dict[tuple[int, str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     rows = (
         Finding.objects.filter(run__cycle=cycle)
-        .values("run__cluster__provider_id", "probe_id", "metric", "outcome", "critical")
+        .values_list("run__cluster__provider_id", "probe_id", "metric", "outcome", "critical")
         .annotate(n=Count("id"))
         .order_by()
     )
-    for r in rows:
-        counts = out[(r["run__cluster__provider_id"], r["probe_id"], r["metric"])]
-        counts[r["outcome"]] += r["n"]
-        if r["critical"]:
-            counts["critical"] += r["n"]
-    return out
+    for provider_id, probe_id, metric, outcome, critical, n in rows:
+        counts = out[(provider_id, probe_id, metric)]
+        counts[outcome] += n
+        if critical:
+            counts["critical"] += n
+    return {
+        key: (
+            sum(v for k, v in c.items() if k != "critical"),
+            sum(c.get(o, 0) for o in FAILING_OUTCOMES),
+            c.get("error", 0), c.get("critical", 0), c.get("declined", 0),
+            sum(c.get(o, 0) for o in MEASURED_OUTCOMES), c.get("not_applicable", 0),
+        )
+        for key, c in out.items()
+    }
 
 
 def _pair_counts(queryset: Any, *fields: str) -> dict[tuple[Any, ...], int]:
@@ -152,26 +167,24 @@ def _pair_counts(queryset: Any, *fields: str) -> dict[tuple[Any, ...], int]:
     }
 
 
-def _cell(criterion: Criterion, findings: dict[str, int], docs: int, feedback: int, open_reviews: int,
-          overridden: bool, snap: dict[str, Any] | None) -> Cell:
+def _cell(findings: FindingSummary, docs: int, feedback: int, open_reviews: int, overridden: bool,
+          snap: dict[str, Any] | None) -> Cell:
+    total, failing, errors, critical, declined, measured, not_applicable = findings
     cell = Cell(
-        findings=sum(v for k, v in findings.items() if k != "critical"),
-        failing=sum(findings.get(o, 0) for o in FAILING_OUTCOMES),
-        harness_errors=findings.get("error", 0),
-        doc_reviews=docs, feedback=feedback, overridden=overridden, reviews_open=open_reviews,
-        score=(snap or {}).get("score"),
+        findings=total, failing=failing, harness_errors=errors, doc_reviews=docs, feedback=feedback,
+        overridden=overridden, reviews_open=open_reviews, score=snap.get("score") if snap else None,
     )
-    if findings.get("critical"):
+    if critical:
         cell.label = CRITICAL
-    elif cell.failing:
+    elif failing:
         cell.label = FAILED
-    elif findings.get("declined"):
+    elif declined:
         cell.label = DECLINED
-    elif overridden or docs or feedback or any(findings.get(o) for o in MEASURED_OUTCOMES):
+    elif overridden or docs or feedback or measured:
         cell.label = MEASURED
     elif open_reviews:
         cell.label = UNDER_REVIEW
-    elif findings.get("not_applicable"):
+    elif not_applicable:
         cell.label = NOT_APPLICABLE
     elif snap is not None and snap.get("status") == "measured":
         cell.label = MEASURED
@@ -252,7 +265,6 @@ def cycle_workbench_get(*, cycle: Cycle) -> Workbench:
     # Plain values, read once: this loop runs providers x criteria times (4,000 on a large cycle).
     plain = [(c, c.pk, c.key, c.area_id, c.probe_id, c.probe_metric, weights.get(c.pk, 0.0),
               feedback_target.get(c.area_id) == c.pk) for c in criteria]
-    no_findings: dict[str, int] = {}
     rows = []
     for p in providers:
         pid = p.pk
@@ -269,7 +281,7 @@ def cycle_workbench_get(*, cycle: Cycle) -> Workbench:
             if takes_area_feedback:
                 fb += fb_area.get((pid, area_id), 0)
             cell = _cell(
-                c, findings.get((pid, probe_id, metric), no_findings) if probe_id else no_findings,
+                findings.get((pid, probe_id, metric), NO_FINDINGS) if probe_id else NO_FINDINGS,
                 docs.get((pid, cid), 0), fb, open_reviews, (pid, cid) in overrides, snap_criteria.get(key),
             )
             if cell.label in COVERED_LABELS:
