@@ -16,10 +16,14 @@ per GPU-hour.
 Availability is measured, never assumed. A = (U / N) x (1 - D / H): N is the number of the cycle's scheduled \
 availability samples that could be measured (one sample per slot of the cluster's probe schedule running \
 ssh_reachable and node_inventory within the cycle's period), U the number of those in which the ordered capacity \
-was usable (every node answered both probes, and where node_inventory counts GPUs at least the ordered GPU \
-count was there; a node that failed, timed out, was refused or declined, or that could not be reached (unreachable, \
-handshake failed, connection lost, refused by the scheduler) makes the slot unusable; a slot where only our own \
-side failed (refused credentials, a changed host key, unreadable output) is left out and counted as unmeasured), D the downtime the reliability probe \
+was usable: every node answered both probes, and the ordered capacity was there (the GPUs node_inventory \
+counted reach the ordered GPU count; where no GPU is counted, as on a CPU-only node, the compute nodes that \
+answered reach the ordered count, one accelerator a node, or with no count ordered the most any slot \
+showed). A node that failed, timed out, was refused or \
+declined, or that could not be reached (unreachable, handshake failed, connection lost), or fewer nodes than \
+ordered, makes the slot unusable; a slot where only our own \
+side failed (refused credentials, a changed host key, unreadable output, or the scheduler refusing a node that \
+may be busy with the tenant's own jobs) is left out and counted as unmeasured. D is the downtime the reliability probe \
 node_replacement_time measured in the period (seconds until the pool was whole again; a censored run counts at \
 its deadline) and H the length of the period. With no measured sample A is unknown, and so is the cost.
 

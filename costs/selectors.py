@@ -15,6 +15,7 @@ reason in words: nothing is assumed or filled in.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 from collections import defaultdict
@@ -24,7 +25,7 @@ from typing import Any
 
 from costs import engine
 from costs.models import ClusterPrice
-from probes.models import Finding
+from probes.models import ClusterAccess, Finding
 from providers.models import Cluster, Cycle
 
 SERVING_PROBE = "serving_goodput"
@@ -36,7 +37,9 @@ UNUSABLE = frozenset({"fail", "provider_error", "timeout", "declined"})
 # "could not measure" findings whose cause is the node itself, as a tenant meets it: unusable capacity.
 # Other errors (refused credentials, a changed host key, our parser) leave the slot unmeasured, and a
 # node the operator replaced meanwhile (departed) is no node of the slot: its successor is probed.
-UNREACHABLE = frozenset({"host_unreachable", "handshake_failed", "connection_lost", "scheduler_refused"})
+# (A scheduler that refuses a node, "Requested nodes are busy", may be refusing for the tenant's own
+# jobs: unmeasured, not unusable.)
+UNREACHABLE = frozenset({"host_unreachable", "handshake_failed", "connection_lost"})
 DEPARTED = "node_departed"
 # serving runs that measured nothing (our harness, declined, no endpoint, cut short): not replicates
 NOT_A_MEASUREMENT = ("error", "not_applicable", "declined", "timeout", "provider_error")
@@ -51,6 +54,8 @@ class AvailabilitySlot:
     nodes: int
     unusable_nodes: tuple[str, ...] = ()
     gpus_seen: int | None = None
+    compute_nodes: int = 0  # nodes other than the login node that answered both probes
+    short: bool = False  # every node answered, but fewer than the ordered capacity
 
 
 @dataclass(frozen=True)
@@ -73,9 +78,10 @@ def _period(cycle: Cycle) -> tuple[dt.datetime, dt.datetime]:
     return start, dt.datetime.combine(cycle.period_end, dt.time.min, tzinfo=dt.UTC) + dt.timedelta(days=1)
 
 
-def _slot(findings: Sequence[tuple[str, str, str, str, float | None, Any]], ordered_gpus: int,
+def _slot(findings: Sequence[tuple[str, str, str, str, float | None, Any]], *, login: str,
           when: dt.datetime) -> AvailabilitySlot:
-    """One scheduled slot: usable when every node answered both probes and the GPUs ordered were there."""
+    """One scheduled slot: every node answered both probes; its compute nodes' GPUs (or, where no GPU
+    is counted, the compute nodes themselves) are judged against the ordered capacity by the caller."""
     nodes: dict[str, set[str]] = defaultdict(set)
     gpus: dict[str, float] = {}
     for _probe, target, metric, outcome, value, evidence in findings:
@@ -92,15 +98,29 @@ def _slot(findings: Sequence[tuple[str, str, str, str, float | None, Any]], orde
             nodes[target].add(outcome)
     unusable = tuple(sorted(t for t, outcomes in nodes.items() if outcomes & UNUSABLE))
     unmeasured = any("error" in outcomes for outcomes in nodes.values())
-    gpus_seen = int(sum(gpus.values())) if gpus else None
-    if unusable:
-        usable: bool | None = False
-    elif unmeasured or not nodes:
-        usable = None
-    else:
-        usable = gpus_seen is None or ordered_gpus <= 0 or gpus_seen >= ordered_gpus
+    compute = sum(1 for t, outcomes in nodes.items() if t != login and outcomes and outcomes <= USABLE)
+    usable: bool | None = False if unusable else None if (unmeasured or not nodes) else True
     return AvailabilitySlot(slot=when.isoformat(), usable=usable, nodes=len(nodes), unusable_nodes=unusable,
-                            gpus_seen=gpus_seen)
+                            gpus_seen=int(sum(gpus.values())) if gpus else None, compute_nodes=compute)
+
+
+def _capacity_judged(slots: Sequence[AvailabilitySlot], ordered_gpus: int) -> tuple[AvailabilitySlot, ...]:
+    """A slot whose nodes all answered is usable only when the ordered capacity was there: the GPUs
+    node_inventory counted reach the cluster's ordered GPU count; where no GPU is counted (a CPU-only
+    node, the testbed), the compute nodes that answered reach the ordered count as accelerators (one a
+    node, as serving_goodput counts them), or, with no count ordered, the most compute nodes any
+    slot of the cycle showed."""
+    most = max((s.compute_nodes for s in slots), default=0)
+    out = []
+    for s in slots:
+        if s.usable:
+            if s.gpus_seen is not None and ordered_gpus > 0:
+                enough = s.gpus_seen >= ordered_gpus
+            else:
+                enough = s.compute_nodes >= (ordered_gpus if ordered_gpus > 0 else most)
+            s = dataclasses.replace(s, usable=enough, short=not enough)
+        out.append(s)
+    return tuple(out)
 
 
 def availability(*, cycle: Cycle, cluster: Cluster) -> Availability:
@@ -108,10 +128,9 @@ def availability(*, cycle: Cycle, cluster: Cluster) -> Availability:
 
     A sample is one slot of the cluster's ``ProbeSchedule`` runs of ``ssh_reachable`` and
     ``node_inventory`` for this cycle, scheduled within the cycle's period. The slot is usable when
-    every node answered both (pass), and, where ``node_inventory`` counted GPUs, at least the
-    cluster's ordered GPU count was there; unusable when any node failed, timed out, was refused,
-    declined or could not be reached (unreachable, handshake failed, connection lost, the scheduler
-    refused the node); unmeasured (left out, and counted) when only our own side failed (refused
+    every node answered both (pass) and the ordered capacity was there (``_capacity_judged``); unusable
+    when any node failed, timed out, was refused, declined or could not be reached (unreachable,
+    handshake failed, connection lost), or fewer than the ordered capacity answered; unmeasured (left out, and counted) when only our own side failed (refused
     credentials, a changed host key, output we could not read). The downtime the
     reliability probe ``node_replacement_time`` measured in the cycle (seconds until the pool was
     whole again; a censored run counts at its deadline) is time the ordered capacity was not
@@ -130,7 +149,12 @@ def availability(*, cycle: Cycle, cluster: Cluster) -> Availability:
     by_slot: dict[dt.datetime, list[tuple[str, str, str, str, float | None, Any]]] = defaultdict(list)
     for when, probe_id, target, metric, outcome, value, evidence in rows:
         by_slot[when].append((probe_id, target, metric, outcome, value, evidence))
-    slots = tuple(_slot(found, cluster.gpu_count, when) for when, found in sorted(by_slot.items()))
+    access = ClusterAccess.objects.filter(cluster=cluster).first()
+    login = access.login_host if access is not None else ""
+    slots = _capacity_judged(
+        [_slot(found, login=login, when=when) for when, found in sorted(by_slot.items())],
+        cluster.gpu_count,
+    )
     downtime = 0.0
     for value in Finding.objects.filter(
         run__cycle=cycle, run__cluster=cluster, probe_id=DOWNTIME_PROBE, metric=DOWNTIME_METRIC,
@@ -175,8 +199,8 @@ def serving_replicates(*, cycle: Cycle, cluster: Cluster) -> list[ServingReplica
     ).order_by("id")
     for f in findings:
         ev = f.evidence if isinstance(f.evidence, dict) else {}
-        if f.outcome in NOT_A_MEASUREMENT and ev.get("in_range") is not False:
-            continue  # measured nothing; a sweep whose range missed the target still counts (out of range)
+        if f.outcome in NOT_A_MEASUREMENT and not (ev.get("in_range") is False and ev.get("frontier")):
+            continue  # measured nothing; a sweep that measured points but missed the target is out of range
         goodput = ev.get("goodput")
         out.append(ServingReplicate(
             finding_id=f.pk, run_id=f.run_id, throughput=f.value,

@@ -22,7 +22,7 @@ from django_celery_beat.models import IntervalSchedule
 
 from costs import services as cost_services
 from probes import services as probe_services
-from probes.models import Finding, ProbeRun, ProbeSchedule
+from probes.models import ClusterAccess, Finding, ProbeRun, ProbeSchedule
 from providers.models import Cluster, Cycle
 
 Say = Callable[[str], None]
@@ -37,11 +37,13 @@ DEMO_PRICES: dict[str, tuple[str, str, dict[str, str]]] = {
 
 
 def demo_capacity_record(*, cycle: Cycle, cluster: Cluster) -> int:
-    """Offered capacity = the nodes node_inventory found in the cycle (one accelerator a node on the
-    CPU-only testbed, as serving_goodput counts them); kept when nothing was found."""
+    """Offered capacity = the compute nodes node_inventory found in the cycle (one accelerator a node on
+    the CPU-only testbed, as serving_goodput counts them; the login node is none); kept when none was found."""
+    access = ClusterAccess.objects.filter(cluster=cluster).first()
     nodes = (
         Finding.objects.filter(run__cycle=cycle, run__cluster=cluster, probe_id="node_inventory", metric="",
                                outcome__in=("pass", "warn"))
+        .exclude(target=access.login_host if access is not None else "")
         .values("target").distinct().count()
     )
     if nodes and cluster.gpu_count != nodes:

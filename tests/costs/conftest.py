@@ -64,10 +64,13 @@ def sample(cluster: Any, cycle: Any, schedule: Any, when: dt.datetime, outcomes:
 
 
 def samples(cluster: Any, cycle: Any, usable: int, unusable: int) -> ProbeSchedule:
+    """Slots on two nodes that hold the cluster's ordered GPUs between them; the unusable ones with n2 failing."""
     schedule = schedule_for(cluster, cycle)
+    half = cluster.gpu_count // 2
     for i in range(usable + unusable):
         outcome = "pass" if i < usable else "fail"
-        sample(cluster, cycle, schedule, DAY + dt.timedelta(minutes=5 * i), {"n1": "pass", "n2": outcome})
+        sample(cluster, cycle, schedule, DAY + dt.timedelta(minutes=5 * i), {"n1": "pass", "n2": outcome},
+               gpus={"n1": half, "n2": cluster.gpu_count - half})
     return schedule
 
 

@@ -79,7 +79,7 @@ def test_a_slot_is_unusable_when_a_node_fails_or_ordered_gpus_are_missing():
 
 
 def test_an_unreachable_node_is_unusable_capacity_but_our_own_failure_is_unmeasured():
-    provider, cluster = provider_with_cluster("alpha")
+    provider, cluster = provider_with_cluster("alpha", gpus=2)  # no GPU counted: two nodes are the order
     cycle = cycle_of(provider)
     schedule = schedule_for(cluster, cycle)
     slots = [{"n1": "pass", "n2": "error:host_unreachable"}, {"n1": "pass", "n2": "error:scheduler_refused"},
@@ -88,9 +88,30 @@ def test_an_unreachable_node_is_unusable_capacity_but_our_own_failure_is_unmeasu
     for i, outcomes in enumerate(slots):
         sample(cluster, cycle, schedule, DAY + dt.timedelta(minutes=5 * i), outcomes)
     a = availability(cycle=cycle, cluster=cluster)
-    assert [s.usable for s in a.slots] == [False, False, None, True]
+    # a scheduler refusing a node may be refusing for the tenant's own jobs: unmeasured
+    assert [s.usable for s in a.slots] == [False, None, None, True]
     assert a.slots[3].nodes == 2  # the departed node is no node of the slot; its successor is
-    assert (a.usable, a.measured, a.unmeasured) == (1, 3, 1)
+    assert (a.usable, a.measured, a.unmeasured) == (1, 2, 2)
+
+
+def test_a_slot_without_the_ordered_nodes_is_unusable_even_when_every_node_answered():
+    from probes.models import ClusterAccess
+
+    provider, cluster = provider_with_cluster("alpha", gpus=2)
+    ClusterAccess.objects.create(cluster=cluster, login_host="login1")
+    cycle = cycle_of(provider)
+    schedule = schedule_for(cluster, cycle)
+    sample(cluster, cycle, schedule, DAY, {"login1": "pass", "n1": "pass", "n2": "pass"})
+    # the scheduler listed no compute node (drained, down): only the login node was probed
+    sample(cluster, cycle, schedule, DAY + dt.timedelta(minutes=5), {"login1": "pass"})
+    sample(cluster, cycle, schedule, DAY + dt.timedelta(minutes=10), {"login1": "pass", "n1": "pass"})
+    a = availability(cycle=cycle, cluster=cluster)
+    assert [(s.usable, s.compute_nodes, s.short) for s in a.slots] == [(True, 2, False), (False, 0, True),
+                                                                         (False, 1, True)]
+    assert a.value == pytest.approx(1 / 3)
+    cluster.gpu_count = 0  # no count ordered: the most compute nodes any slot showed
+    cluster.save()
+    assert availability(cycle=cycle, cluster=cluster).value == pytest.approx(1 / 3)
 
 
 def test_the_reliability_probes_downtime_lowers_availability():
@@ -172,7 +193,7 @@ def test_clusters_are_ordered_cheapest_first_and_standings_flag_a_faster_rival()
             price(cluster, cycle, "3.60")
             serving(cluster, cycle, t, 1.0, when=when)
             schedule = schedule_for(cluster, cycle)
-            sample(cluster, cycle, schedule, when, {"n1": "pass"})
+            sample(cluster, cycle, schedule, when, {"n1": "pass"}, gpus={"n1": cluster.gpu_count})
     rows = cycle_costs(second)
     assert [r.provider_slug for r in rows] == ["rival", "you"]
     assert [round(r.estimate.point, 6) for r in rows] == [6.0, 8.0]
@@ -180,3 +201,24 @@ def test_clusters_are_ordered_cheapest_first_and_standings_flag_a_faster_rival()
     assert [(s.cycle, round(s.cost, 6), s.rank) for s in standing["you"]] == [("c1", 10.0, 1), ("c-2026-11", 8.0, 2)]
     assert standing["you"][-1].fell_behind and standing["you"][-1].overtaken_by == ("rival",)
     assert not standing["rival"][-1].fell_behind
+
+
+def test_a_serving_run_that_measured_nothing_is_no_replicate():
+    from probes.models import Finding
+    from tests.costs.conftest import _run
+
+    provider, cluster = provider_with_cluster("alpha")
+    cycle = cycle_of(provider)
+    price(cluster, cycle)
+    samples(cluster, cycle, usable=1, unusable=0)
+    for frontier, summary in (([], "no request of the sweep completed"),
+                              ([{"x": 40.0, "y": 9.0}], "target below the measured range: not extrapolated")):
+        Finding.objects.create(
+            run=_run(cluster, cycle, "serving_goodput", DAY), probe_id="serving_goodput", probe_version="1",
+            target="cluster", metric="throughput_at_target", outcome="error", unit="tok/s/gpu", summary=summary,
+            evidence={"in_range": False, "frontier": frontier, "goodput": 0.0},
+        )
+        [row] = cycle_costs(cycle)
+        expected = ("no serving_goodput measurement in this cycle" if not frontier
+                    else "the target interactivity was outside the measured range in every serving replicate")
+        assert row.reason == expected and len(row.replicates) == (1 if frontier else 0)

@@ -25,9 +25,10 @@ def test_prices_and_capacity_are_recorded_with_sources():
     aurora, borealis = _cluster("aurora-compute"), _cluster("borealis-cloud")
     cycle = cycle_of(aurora.provider, borealis.provider)
     run = _run(aurora, cycle, "node_inventory", dt.datetime(2026, 11, 2, tzinfo=dt.UTC))
-    from probes.models import Finding
+    from probes.models import ClusterAccess, Finding
 
-    for node in ("node1", "node2"):
+    ClusterAccess.objects.create(cluster=aurora, login_host="login")
+    for node in ("login", "node1", "node2"):
         Finding.objects.create(run=run, probe_id="node_inventory", probe_version="1", target=node, metric="",
                                outcome="pass")
     assert costs_demo.demo_capacity_record(cycle=cycle, cluster=aurora) == 2
