@@ -139,8 +139,10 @@ def onboard_access(request: HttpRequest, pk: int) -> HttpResponse:
                 api_token=data.get("api_token") or "", clear_api_token=bool(data.get("clear_api_token")),
                 user=request.user,
             )
-        except (onboarding.OnboardingError, forms.ValidationError) as exc:
-            messages.error(request, str(exc))
+        except onboarding.OnboardingError as exc:
+            form.add_error(None, str(exc))
+        except forms.ValidationError as exc:
+            form.add_error(None, "; ".join(exc.messages))
         else:
             messages.success(request, "Access saved. Next: the tenant accounts Opgrade logs in as.")
             return _to("tenants", cluster)
