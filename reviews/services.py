@@ -11,7 +11,7 @@ import datetime as dt
 import hashlib
 import logging
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
@@ -436,6 +436,28 @@ def feedback_import(
     row (including a respondent rating the same thing twice, in the file or already in
     the cycle) means nothing is written; the report lists every bad row by line number.
     ``progress`` is called every ``PROGRESS_EVERY`` rows while validating and writing.
+    """
+    report = None
+    for step in feedback_import_steps(
+        cycle=cycle, text=text, filename=filename, by=by, dry_run=dry_run,
+        parse_progress=(lambda n: progress("validated", n, 0)) if progress else None,
+    ):
+        if isinstance(step, ImportReport):
+            report = step
+        elif progress and step[0] != "validated":  # validation progress came through parse_progress
+            progress(*step)
+    assert report is not None
+    return report
+
+
+def feedback_import_steps(
+    *, cycle: Cycle, text: str, filename: str, by: Any | None, dry_run: bool,
+    parse_progress: Callable[[int], None] | None = None,
+) -> Iterator[tuple[str, int, int] | ImportReport]:
+    """``feedback_import`` as steps, for a caller that shows progress as it goes (the workbench's
+    import page streams them): yields ("validated", rows read, 0) once the file is checked, then
+    ("written", rows written, rows in all) after each ``PROGRESS_EVERY`` rows, and last the
+    ImportReport. Consume it to the end: the writes commit only then (closed early, they roll back).
 
     Rows are written in bulk (a few thousand per INSERT), each with its history record and its
     audit event, as a row saved one by one would have: 50,000 rows took minutes one at a time.
@@ -449,12 +471,14 @@ def feedback_import(
         rating_keys=accepted,
         pseudonym_key=settings.OPGRADE_PSEUDONYM_KEY,
         refused=refused,
-        progress=(lambda n: progress("validated", n, 0)) if progress else None,
+        progress=parse_progress,
         progress_every=PROGRESS_EVERY,
     )
     parsed = _feedback_duplicates_check(cycle=cycle, parsed=parsed)
+    yield ("validated", len(parsed.rows) + len({e.line for e in parsed.errors}), 0)
     if dry_run or not parsed.ok:
-        return ImportReport(dry_run=dry_run, parsed=parsed, written=0, batch_id=None)
+        yield ImportReport(dry_run=dry_run, parsed=parsed, written=0, batch_id=None)
+        return
     providers = {p.slug: p for p in cycle.providers.all()}
     areas, criteria = _rating_targets(cycle=cycle)
     total = len(parsed.rows)
@@ -484,9 +508,8 @@ def feedback_import(
                 batch_size=WRITE_BATCH,
             )
             written += len(created)
-            if progress:
-                progress("written", written, total)
-    return ImportReport(dry_run=False, parsed=parsed, written=written, batch_id=batch.pk)
+            yield ("written", written, total)
+    yield ImportReport(dry_run=False, parsed=parsed, written=written, batch_id=batch.pk)
 
 
 @transaction.atomic

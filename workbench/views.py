@@ -9,13 +9,14 @@ and redirects back with a message; every page reads without JavaScript.
 
 from __future__ import annotations
 
+import logging
 from html import escape as html_escape
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, StreamingHttpResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404
 from django.template.loader import render_to_string
@@ -33,8 +34,13 @@ from ratings.services import cycle_scores_compute
 from reports.context import group_by_tier
 from reports.errors import ReportError
 from reports.models import Report
+from reviews import services as review_services
+from reviews.feedback_csv import COLUMNS, FeedbackFileError, feedback_csv_decode
+from reviews.models import FeedbackImport
 from reviews.selectors import cycle_alpha
 from workbench import selectors, services
+
+logger = logging.getLogger(__name__)
 
 READERS = frozenset({Role.ANALYST, Role.PUBLISHER, Role.ADMIN})
 ACTORS = frozenset({Role.ANALYST, Role.ADMIN})
@@ -268,6 +274,82 @@ def reviews_assign(request: HttpRequest, slug: str) -> HttpResponse:
         request, cycle=cycle, form=form, plan=plan, error=error, can_act=role in ACTORS,
         title=f"Assign reviews in {cycle.name}",
     ))
+
+
+@require_http_methods(["GET", "POST"])
+def feedback_import(request: HttpRequest, slug: str) -> HttpResponse:
+    """Upload a customer-feedback CSV: a dry run lists every bad row; an import shows its progress
+    as it writes. The page streams: each progress line reaches the browser when it happens, so it
+    works without JavaScript (and behind a proxy that honours X-Accel-Buffering: no)."""
+    role = _require(request, READERS)
+    cycle = get_object_or_404(Cycle.objects.select_related("rubric_version"), slug=slug)
+    page = {"cycle": cycle, "can_act": role in ACTORS, "title": f"Customer feedback of {cycle.name}",
+            "columns": COLUMNS, "every": f"{review_services.PROGRESS_EVERY:,}"}
+    if request.method == "POST":
+        if role not in ACTORS:
+            raise PermissionDenied("Only analysts and admins import customer feedback.")
+        upload = request.FILES.get("file")
+        error = "" if upload is not None else "Choose a CSV file to import."
+        decoded = None
+        if upload is not None:
+            try:
+                decoded = feedback_csv_decode(upload.read())
+            except FeedbackFileError as exc:
+                error = f"{upload.name}: {exc}"
+        if decoded is not None and upload is not None:
+            steps = review_services.feedback_import_steps(
+                cycle=cycle, text=decoded.text, filename=upload.name or "upload.csv", by=request.user,
+                dry_run=bool(request.POST.get("dry_run")),
+            )
+            html = render_to_string("workbench/feedback.html", _context(request, streaming=True, **page),
+                                    request=request)
+            head, tail = html.split("<!--progress-->", 1)
+            response = StreamingHttpResponse(
+                _import_stream(head, tail, steps, name=upload.name or "upload.csv", encoding=decoded.encoding),
+                content_type="text/html; charset=utf-8",
+            )
+            response["X-Accel-Buffering"] = "no"
+            response["Cache-Control"] = "no-store"
+            return response
+        page["error"] = error
+    page["imports"] = list(FeedbackImport.objects.filter(cycle=cycle).select_related("imported_by")[:20])
+    return TemplateResponse(request, "workbench/feedback.html", _context(request, **page))
+
+
+def _import_stream(head: str, tail: str, steps: Any, *, name: str, encoding: str) -> Any:
+    e = html_escape
+    yield head
+    yield f"<li>{e(name)}: read as {e(encoding)}</li>\n"
+    try:
+        for step in steps:
+            if isinstance(step, review_services.ImportReport):
+                yield _import_result(step, name)
+            else:
+                phase, done, total = step
+                of = f" of {total:,} ({done / total:.0%})" if total else ""
+                yield f"<li>{e(phase)} {done:,} rows{of}</li>\n"
+    except review_services.ReviewsError as exc:
+        yield f'<li class="errornote">Nothing was written: {e(str(exc))}</li>\n'
+    except Exception:
+        logger.exception("customer-feedback import of %s failed", name)
+        yield '<li class="errornote">The import failed and wrote nothing; the error is in the server log.</li>\n'
+    yield tail
+
+
+IMPORT_ERRORS_SHOWN = 500
+
+
+def _import_result(report: Any, name: str) -> str:
+    e = html_escape
+    if not report.ok:
+        errors = report.parsed.errors
+        shown = "".join(f"<li>{e(name)}: {e(str(err))}</li>" for err in errors[:IMPORT_ERRORS_SHOWN])
+        more = f"<li>and {len(errors) - IMPORT_ERRORS_SHOWN:,} more</li>" if len(errors) > IMPORT_ERRORS_SHOWN else ""
+        return (f'<li class="errornote" id="wb-import-refused">{len(errors):,} problem(s) found; nothing was written.'
+                f'<ul id="wb-import-errors">{shown}{more}</ul></li>\n')
+    if report.dry_run:
+        return f'<li id="wb-import-done">Dry run: {len(report.parsed.rows):,} rows valid; nothing written.</li>\n'
+    return f'<li id="wb-import-done">Imported {report.written:,} rows (import #{report.batch_id}).</li>\n'
 
 
 @require_http_methods(["GET", "POST"])

@@ -177,6 +177,9 @@ ACCESS: dict[str, Entry] = {
         methods={"GET": READERS, "POST": RUNNERS}, obj="cycle", provider_owned=False
     ),
     "admin/workbench/<slug>/report/": Entry(methods={"POST": RUNNERS}, obj="cycle", provider_owned=False),
+    "admin/workbench/<slug>/feedback/": Entry(
+        methods={"GET": READERS, "POST": RUNNERS}, obj="cycle", provider_owned=False
+    ),
     "admin/workbench/<slug>/reviews/": Entry(
         methods={"GET": READERS, "POST": RUNNERS}, obj="cycle", provider_owned=False
     ),
