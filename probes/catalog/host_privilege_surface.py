@@ -39,15 +39,16 @@ testbed sets it; a production cluster leaves it empty), counted in the evidence.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
 from typing import Any
 
 from probes.catalog import register
-from probes.catalog._support import Abort, CatalogProbe, run
+from probes.catalog._support import Abort, CatalogProbe
 from probes.catalog.base import FindingDraft, Outcome, ProbeContext, Target
 from probes.parsers import ParseError
 from probes.parsers.privilege import DEFAULT_DEVICES, judge, parse_gather, surface_plan
-from probes.transport import Command
+from probes.transport import Command, SchedulerRefused
 
 # Prints config/proc/pathline/hostkey/me records (probes/parsers/privilege.py). No argument.
 GATHER_SCRIPT = r"""export LC_ALL=C
@@ -62,7 +63,7 @@ daemons=$(n=0; for p in /proc/[0-9]*; do
   a0=${a[0]%% *}; a0=${a0%:}; a0=${a0##*/}
   case "$a0" in munged|sshd|slurm*|cron|crond|atd|dockerd|containerd*|podman|crio|systemd|rsyslogd|nginx|prometheus*) ;; *) continue;; esac
   IFS=$'\t'; printf 'proc\t%s\t%s\n' "$u" "${a[*]}"; unset IFS; n=$((n+1))
-done 2>/dev/null)
+done 2>/dev/null | tr -s '\t')
 printf '%s\n' "$daemons"
 conf=$(scontrol show config 2>/dev/null)
 progs=$(printf '%s\n' "$conf" | sed -n -E 's/^(Prolog|Epilog|PrologSlurmctld|EpilogSlurmctld|HealthCheckProgram|TaskProlog|TaskEpilog|ResumeProgram|SuspendProgram|RebootProgram) *= *(\/.*)$/\2/p' | tr ',' '\n')
@@ -108,7 +109,11 @@ trap 'rm -rf -- "$ctl"; [ -n "$sockpid" ] && kill "$sockpid" 2>/dev/null' EXIT
 chmod 700 "$ctl"
 perms() { local s=""; [ -r "$1" ] && s=${s}r; [ -w "$1" ] && s=${s}w; [ -x "$1" ] && s=${s}x; echo "${s:--}"; }
 statf() { local k="$1" p="$2" m; m=$(stat -c $'%a\t%U\t%G\t%F' -- "$p" 2>/dev/null) || { printf 'f\t%s\tabsent\t%s\n' "$k" "$p"; return; }
-  printf 'f\t%s\t%s\t%s\t%s\n' "$k" "$m" "$(perms "$p")" "$p"; }
+  local pr; pr=$(perms "$p"); np=$((np+1))
+  # only what can be judged: the control, anything writable, a readable secret (the 64 KiB of
+  # output a transport keeps would not hold every path of a machine with many clusters)
+  case "$k:$pr" in C:*|*w*|S:r*) printf 'f\t%s\t%s\t%s\t%s\n' "$k" "$m" "$pr" "$p";; esac; }
+np=0
 # positive controls, all in the tenant's private directory
 printf -- '-----BEGIN OPENSSH PRIVATE KEY-----\nopgrade-control\n' > "$ctl/ctl_host_key"
 : > "$ctl/ctl-suid"; chmod 4700 "$ctl/ctl-suid" 2>/dev/null
@@ -132,6 +137,7 @@ for e in "${trees[@]}"; do
   timeout "$(left)" find "$p" -mindepth 1 -maxdepth "$d" -writable ! -user "$me" ! -lname /dev/null -printf 'tw\t%m\t%u\t%y\t%p\n' 2>/dev/null | head -n 500
   [ "${PIPESTATUS[0]}" -eq 124 ] && printf 'incomplete\ttime (tree %s)\n' "$p"
 done
+printf 'stat\tpaths\t%s\n' "$np"
 # setuid/setgid files on every filesystem where the bit counts
 prune=(); homeprune=""
 while read -r _dev mnt fs opts _; do
@@ -188,6 +194,42 @@ def _script(script: str, name: str, args: Iterable[str | int]) -> Command:
 
 
 GATHER = _script(GATHER_SCRIPT, "gather", [])
+RETRY_PAUSE_S = 5
+ATTEMPTS = 3
+MAX_OUTPUT = 4 << 20  # a machine with many daemons and setuid files prints more than the default 64 KiB
+
+
+def _run(
+    ctx: ProbeContext, endpoint: Any, command: Command, *, tenant: str | None, timeout_s: float, what: str
+) -> Any:
+    """Run as ``tenant`` with a larger output cap; a deadline or a cut output is never a pass.
+
+    Again (at most ``ATTEMPTS`` times), after a pause, when the scheduler would not start the step (the node is busy with
+    another probe's job) or the command was killed before it finished (no exit status): both are
+    transient on a shared node and say nothing about the node's surface."""
+    if endpoint is None:
+        raise Abort(Outcome.NOT_APPLICABLE, "no node to check")
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            result = ctx.ssh(endpoint, tenant=tenant).run(
+                command, timeout_s=timeout_s, max_output_bytes=MAX_OUTPUT
+            )
+        except SchedulerRefused:
+            if attempt == ATTEMPTS:
+                raise
+            time.sleep(RETRY_PAUSE_S)
+            continue
+        killed = result.exit_code is None and not result.timed_out and "\ndone\n" not in f"\n{result.stdout}"
+        if not killed or attempt == ATTEMPTS:
+            break
+        time.sleep(RETRY_PAUSE_S)
+    if result.timed_out:
+        raise Abort(Outcome.TIMEOUT, f"{what} did not finish in {timeout_s:g} s", ctx.evidence(result))
+    if result.truncated:
+        raise Abort(
+            Outcome.ERROR, f"{what}: output cut at {MAX_OUTPUT} bytes, not a pass", ctx.evidence(result)
+        )
+    return result
 
 
 @register
@@ -195,7 +237,7 @@ class HostPrivilegeSurface(CatalogProbe, definition="host_privilege_surface"):
     def measure(self, ctx: ProbeContext, target: Target) -> Iterable[FindingDraft]:
         endpoint = target.endpoint
         tenant = ctx.tenants[0].label if ctx.tenants else None
-        gathered = run(ctx, endpoint, GATHER, tenant=tenant, timeout_s=60, what="gather")
+        gathered = _run(ctx, endpoint, GATHER, tenant=tenant, timeout_s=60, what="gather")
         try:
             g = parse_gather(gathered.stdout)
         except ParseError as exc:
@@ -206,7 +248,7 @@ class HostPrivilegeSurface(CatalogProbe, definition="host_privilege_surface"):
         seconds = int(self.setting(ctx, "scan_seconds"))
         words = [f"{p.kind}\t{p.depth}\t{p.path}" for p in plan]
         devices = str(self.setting(ctx, "allowed_devices") or DEFAULT_DEVICES)
-        result = run(
+        result = _run(
             ctx,
             endpoint,
             _script(

@@ -37,7 +37,9 @@ The second, the *check*, stats each planned path as the tenant (``access(2)``: m
 ACLs count) and runs three bounded scans of its own::
 
     f       KIND  MODE  USER  GROUP  TYPE  PERMS  PATH     # a planned path (PERMS: r/w/x or -)
-    f       KIND  absent  PATH
+    f       KIND  absent  PATH                              # (printed only when judgeable:
+                                                             #  writable, a readable secret, absent)
+    stat    paths N                                          # how many planned paths were stat'ed
     tw      MODE  USER  TYPE  PATH                          # a tenant-writable entry of a T dir
     suid    MODE  USER  GROUP  PERMS  PKG  SUM  PATH         # setuid/setgid file (PKG: package
                                                              #  or -, SUM: ok|differs|unread|nodb)
@@ -460,8 +462,9 @@ def judge(
     for line in text.splitlines():
         rec = line.split("\t")
         kind = rec[0]
-        if kind == "f" and len(rec) >= 4:
-            counts["paths"] += 1
+        if kind == "stat" and len(rec) >= 3 and rec[1] == "paths" and rec[2].isdigit():
+            counts["paths"] = int(rec[2])
+        elif kind == "f" and len(rec) >= 4:
             k = rec[1]
             if rec[2] == "absent":
                 absent.append((k, rec[3]))
