@@ -406,10 +406,16 @@ class ProbeScheduleAdmin(admin.ModelAdmin):
 
     @admin.action(description="Run now")
     def action_run_now(self, request: HttpRequest, queryset: QuerySet[ProbeSchedule]) -> None:
-        started = 0
+        started: list[int] = []
         for schedule in queryset.select_related("cluster", "cycle"):
-            started += len(services.probe_schedule_run_now(schedule=schedule))
-        self.message_user(request, f"Started {started} probe run(s).", messages.SUCCESS)
+            started.extend(run.pk for run in services.probe_schedule_run_now(schedule=schedule))
+        if not started:
+            self.message_user(request, "Started no probe run.", messages.WARNING)
+            return
+        runs = reverse("admin:probes_proberun_changelist") + "?id__in=" + ",".join(map(str, started))
+        self.message_user(request, format_html('Started {} probe run(s): <a href="{}">follow them</a> '
+                                               "(the run list refreshes itself while they run).", len(started), runs),
+                          messages.SUCCESS)
 
 
 class FindingInline(admin.TabularInline):
@@ -437,6 +443,16 @@ class ProbeRunAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[ProbeRun]:
         harness_errors = Finding.objects.filter(run=OuterRef("pk"), outcome="error")
         return super().get_queryset(request).annotate(_findings=Count("findings"), _errors=Exists(harness_errors))
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        """While any listed run is pending or running, the list refreshes itself (no JavaScript)."""
+        response = super().changelist_view(request, extra_context)
+        changelist = getattr(response, "context_data", {}).get("cl") if hasattr(response, "context_data") else None
+        if changelist is not None:
+            response.context_data["runs_active"] = changelist.queryset.filter(
+                status__in=[ProbeRun.Status.PENDING, ProbeRun.Status.RUNNING]
+            ).count()
+        return response
 
     @admin.display(description="status", ordering="status")
     def status_shown(self, obj: ProbeRun) -> str:
