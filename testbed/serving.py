@@ -27,12 +27,12 @@ from testbed.errors import TestbedError
 
 DEFAULT_CACHE = "/var/cache/opgrade/llm"
 # A badly chosen serving configuration of the same node (the talk's "same GPUs, other operator" in
-# miniature): eight slots starving each other on one thread, prompts fed 16 tokens at a time.
-# `up ... --set serving.parallel=8 --set serving.threads=1 --set serving.batch_size=16`; the demo's
+# miniature): one slot (no batching of concurrent requests: they queue), one thread, prompts fed 16
+# tokens at a time. `up ... --set serving.parallel=1 --set serving.threads=1 --set serving.batch_size=16`; the demo's
 # careless provider and the serving tests use it. Not in leaky.yaml: a knob that differs between
 # the bundled exemplary and leaky profiles must change a probe's outcome (tests/integration/
 # test_probe_matrix.py), and this one changes a measured value (cost), never a tier.
-POORLY_CHOSEN: dict[str, int] = {"parallel": 8, "threads": 1, "batch_size": 16}
+POORLY_CHOSEN: dict[str, int] = {"parallel": 1, "threads": 1, "batch_size": 16}
 BUILD_WAIT_S = float(os.environ.get("OPGRADE_LLM_WAIT_S", "1500"))
 UPSTREAM_OFFSET = 1  # with the flaky proxy, llama-server listens on node loopback :port+1
 

@@ -51,11 +51,10 @@ def one_request(url: urllib.parse.SplitResult, body: dict, timeout_s: float, hea
         conn.request("POST", path, body=json.dumps(body), headers=headers)
         resp = conn.getresponse()
         rec["status"] = resp.status
+        done = False
         if resp.status != 200:
             rec["error"] = f"HTTP {resp.status}: {resp.read(300).decode('utf-8', 'replace')}"
-            conn.close()
-            return rec
-        done = False
+            done = True  # nothing to stream; the record is finished below like any other
         while not done:
             if time.monotonic() - start > timeout_s:
                 rec["error"] = "request deadline passed"

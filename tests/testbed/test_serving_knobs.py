@@ -48,5 +48,5 @@ def test_the_knobs_become_llama_servers_flags(tmp_path, monkeypatch):
     argv = serving.server_argv(knobs, host="10.0.0.11", port=8080)
     flags = dict(zip(argv[1::2], argv[2::2], strict=False))
     assert argv[0] == str(server) and flags["-m"] == str(tmp_path / "model.gguf")
-    assert flags["--parallel"] == "8" and flags["--threads"] == "1" and flags["--batch-size"] == "16"
+    assert flags["--parallel"] == "1" and flags["--threads"] == "1" and flags["--batch-size"] == "16"
     assert flags["--host"] == "10.0.0.11" and flags["--port"] == "8080" and "--metrics" in argv

@@ -70,3 +70,34 @@ def test_the_load_generator_is_standard_library_only_and_says_when_nothing_answe
     assert json.loads(done.stdout)["points"] == []
     bad = subprocess.run([sys.executable, str(LOADGEN), "--url", "ftp://x"], capture_output=True, timeout=30)
     assert bad.returncode == 2
+
+
+def test_failed_requests_are_records_with_their_status_not_a_crash():
+    import http.server
+    import threading
+
+    class Fail(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            body = b'{"error": "upstream failure"}'
+            self.send_response(500)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Fail)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        done = subprocess.run(
+            [sys.executable, str(LOADGEN), "--url", f"http://127.0.0.1:{server.server_port}", "--concurrency", "1,2",
+             "--requests-per-point", "2", "--warmup-wait-s", "0"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    assert done.returncode == 0, done.stderr
+    reqs = [r for p in json.loads(done.stdout)["points"] for r in p["requests"]]
+    assert len(reqs) == 4 and all(not r["ok"] and r["status"] == 500 and "HTTP 500" in r["error"] for r in reqs)
