@@ -64,6 +64,14 @@ class ClusterAccessForm(forms.ModelForm):
             "api_base_url", "disruptive_opt_in", "max_concurrency", "settings",
         ]  # fmt: skip
 
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        # A secret is never written back into the page, so after an error the token field comes
+        # back empty (issue 15): say so beside it, instead of letting it look saved.
+        if self._errors and self.cleaned_data.get("api_token") and "api_token" not in self._errors:
+            self.add_error("api_token", "Not saved: fix the errors on this page, then type the token again "
+                                        "(a stored secret is never shown back on the page).")
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # left out of a form (an older client, a script): the model's defaults, not a refusal

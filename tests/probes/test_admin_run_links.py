@@ -41,3 +41,17 @@ def test_run_now_links_to_the_runs_it_started_and_their_list_refreshes_until_the
     done = admin_client.get(link).content.decode()
     assert 'http-equiv="refresh"' not in done and other.pk not in [r.pk for r in admin_client.get(
         link).context["cl"].result_list]
+
+
+def test_a_typed_token_that_could_not_be_saved_says_so_and_is_never_echoed(admin_client):
+    """Issue 15, 'what was seen': the token field was emptied after an error, silently."""
+    cluster = ClusterFactory()
+    body = admin_client.post(reverse("admin:probes_clusteraccess_add"), {
+        "cluster": cluster.pk, "login_host": "10.200.59.3:22", "login_port": "22", "api_base_url": "",
+        "max_concurrency": "4", "settings": "{}", "api_token": "tok-secret-123",
+    }).content.decode()
+    assert "Not saved: fix the errors on this page, then type the token again" in body
+    assert "tok-secret-123" not in body
+    from probes.models import ClusterAccess
+
+    assert not ClusterAccess.objects.exists()

@@ -38,3 +38,20 @@ def test_provider_and_cluster_names_are_escaped_and_the_row_links_and_form_are_r
     publisher = Client()
     publisher.force_login(user("pub", Role.PUBLISHER))
     assert "Run missing probes" not in publisher.get(f"/admin/workbench/{cycle.slug}/").content.decode()
+
+
+def test_the_workbench_refreshes_itself_while_runs_are_pending_and_stops_when_they_end():
+    """Issue 15, 'what was seen': the run list did not refresh. The workbench page does (no JavaScript)."""
+    from probes.models import ProbeRun
+    from tests.workbench.builders import run
+
+    area = AreaFactory(key="rel")
+    CriterionFactory(area=area, key="ssh", evidence_kinds=["probe"], probe_id="ssh_reachable")
+    p = ProviderFactory(slug="p1")
+    cycle = CycleFactory(rubric_version=area.rubric_version, slug="refresh", providers=[p])
+    pending = run(ClusterFactory(provider=p), cycle, "ssh_reachable", status="pending")
+    c = Client()
+    c.force_login(user("ana", Role.ANALYST))
+    assert '<meta http-equiv="refresh" content="20">' in c.get(f"/admin/workbench/{cycle.slug}/").content.decode()
+    ProbeRun.objects.filter(pk=pending.pk).update(status="done")
+    assert 'http-equiv="refresh"' not in c.get(f"/admin/workbench/{cycle.slug}/").content.decode()
