@@ -41,6 +41,7 @@ import base64
 import contextlib
 import hashlib
 import io
+import secrets
 import select
 import shlex
 import socket
@@ -1021,11 +1022,11 @@ class SchedulerConnection:
         self.connect_s = 0.0  # no handshake of its own: the login node's connection is reused
 
     @staticmethod
-    def wrap(node: str, command: Command, *, timeout_s: float) -> Command:
+    def wrap(node: str, command: Command, *, timeout_s: float, name: str = "") -> Command:
         wait = max(1, min(30, int(timeout_s // 2)))
         minutes = max(1, -(-int(timeout_s) // 60) + 1)
         return Command(
-            _SRUN, node=node, wait=wait, minutes=minutes, name=SchedulerConnection.job_name,
+            _SRUN, node=node, wait=wait, minutes=minutes, name=name or SchedulerConnection.job_name,
             script=command.render(),
         )
 
@@ -1035,10 +1036,17 @@ class SchedulerConnection:
         if not isinstance(command, Command):
             raise TypeError("run() takes a Command built from a fixed template, not a string")
         node = self.endpoint.scheduler_node
-        wrapped = self.wrap(node, command, timeout_s=timeout_s)
+        # a name of its own, so that a step killed at its deadline can be cancelled (below)
+        name = f"{self.job_name}-{secrets.token_hex(4)}"
+        wrapped = self.wrap(node, command, timeout_s=timeout_s, name=name)
         # the allocation may take up to --immediate seconds before the command's own deadline starts
         wait = max(1, min(30, int(timeout_s // 2)))
         result = self.login.run(wrapped, timeout_s=timeout_s + wait + 5, max_output_bytes=max_output_bytes)
+        if result.timed_out or result.exit_code is None:
+            # srun killed at the deadline leaves its allocation running until --time: on a node with
+            # few CPUs it would hold the node from the next command (and from other tenants' work)
+            with contextlib.suppress(TransportError):
+                self.login.run(Command('scancel -u "$(id -un)" -n {name}', name=name), timeout_s=15)
         if result.exit_code not in (0, None) and "still not ready" in result.stderr:
             # a node that just (re)joined: its first allocation's prolog may not be done; once more
             time.sleep(2)

@@ -76,3 +76,23 @@ def test_without_a_scheduler_name_the_refusal_stays_an_auth_failure() -> None:
     with pytest.raises(AuthFailed):
         _ctx(transport).ssh(bare)
     assert not any(t.startswith("sbatch ") for _, t in transport.log)
+
+
+def test_a_job_step_killed_at_its_deadline_is_cancelled_so_it_does_not_hold_the_node() -> None:
+    from probes.transport import Command, SchedulerConnection
+
+    transport = FakeTransport(handler=lambda e, t: ok())
+
+    def handler(endpoint: Endpoint, text: str) -> CommandResult:
+        if text.startswith("srun "):
+            return CommandResult(command=text, exit_code=None, stdout="", stderr="", duration_s=5, timed_out=True)
+        return ok()
+
+    transport.handler = handler
+    login = _ctx(transport).ssh(LOGIN)
+    node = Endpoint(host=NODE.host, port=22, jump=LOGIN, scheduler_node="node1")
+    result = SchedulerConnection(login, node).run(Command("sleep 100"), timeout_s=5)  # type: ignore[arg-type]
+    assert result.timed_out
+    srun, cancel = [t for _, t in transport.log]
+    name = srun.split("--job-name=")[1].split()[0]
+    assert name.startswith("opgrade-probe-") and cancel == f'scancel -u "$(id -un)" -n {name}'
