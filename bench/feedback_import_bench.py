@@ -89,7 +89,7 @@ def main() -> None:
             size = path.stat().st_size
             print(f"cycle: {len(provs)} providers, {len(accepted)} rated items; file: {args.rows} rows, "
                   f"{size / 1e6:.1f} MB")
-            dry_wall, dry_cpu, dry_out = _timed(["feedback_import", cycle.slug, str(path), "--dry-run"])
+            dry_wall, dry_cpu, _ = _timed(["feedback_import", cycle.slug, str(path), "--dry-run"])
             wall, cpu, out = _timed(["feedback_import", cycle.slug, str(path)])
         stored = CustomerFeedback.objects.filter(cycle=cycle).count()
         audited = AuditEvent.objects.filter(model="ratings.customerfeedback").count()

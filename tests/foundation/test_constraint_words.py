@@ -76,8 +76,8 @@ def _bound(model, obj, username="ana", **changes):
 CASES = [
     # (model, how to build the row, changes that break a constraint, the constraint)
     (Cluster, lambda: ClusterFactory(), {"list_price_per_gpu_hour": "-1"}, "cluster_price_not_negative"),
-    (RubricVersion, lambda: RubricVersionFactoryDraft(), {"coverage_floor": "1.5"}, "rubric_coverage_floor_0_1"),
-    (RubricVersion, lambda: RubricVersionFactoryDraft(), {"tier_floor_gold": "0.99", "tier_floor_platinum": "0.5"},
+    (RubricVersion, lambda: draft_rubric_version(), {"coverage_floor": "1.5"}, "rubric_coverage_floor_0_1"),
+    (RubricVersion, lambda: draft_rubric_version(), {"tier_floor_gold": "0.99", "tier_floor_platinum": "0.5"},
      "rubric_tier_floors_ordered"),
     (Area, lambda: AreaFactory(), {"weight": "0"}, "area_weight_positive"),
     (Criterion, lambda: CriterionFactory(), {"anchor_best": "0.5", "anchor_worst": "0.5"}, "criterion_anchors_distinct"),
@@ -87,7 +87,7 @@ CASES = [
 ]
 
 
-def RubricVersionFactoryDraft():  # noqa: N802 - reads like the factories above
+def draft_rubric_version():
     return AreaFactory().rubric_version
 
 
