@@ -58,6 +58,9 @@ DEMO_PROBE_SETTINGS: dict[str, Any] = {
     "alert_on_fault.alert_timeout_s": 20,
     "metrics_freshness.visible_timeout_s": 30,
     "log_ingest_latency.visible_timeout_s": 20,
+    # three endpoints share the demo machine's cores: a lighter sweep than the testbed preset
+    "serving_goodput.requests_per_point": 4,
+    "serving_goodput.output_tokens": 24,
 }
 
 # Left out of the demo by default (``demo_cycle --all-probes`` includes it): it holds a node down
@@ -111,6 +114,14 @@ def demo_rubric_load(*, path: Path = RUBRIC_FILE) -> tuple[RubricVersion, str]:
     return result.rubric_version, result.message
 
 
+def demo_serving_overrides(profile: str) -> dict[str, Any]:
+    """Every demo provider serves the small LLM (serving_goodput, issue 16); the careless one
+    (leaky) with a badly chosen configuration of the same node, so its useful output differs."""
+    from testbed.serving import POORLY_CHOSEN
+
+    return {"serving": {"enabled": True, **(POORLY_CHOSEN if profile == "leaky" else {})}}
+
+
 def demo_testbeds_up(*, prefix: str = "", nodes: int = 2, say: Say = print) -> dict[str, Any]:
     """Bring up one testbed per demo provider (in parallel, idempotent); slug -> TestbedInfo."""
     from testbed import api as testbed_api
@@ -124,7 +135,9 @@ def demo_testbeds_up(*, prefix: str = "", nodes: int = 2, say: Say = print) -> d
 
     def one(spec: DemoProvider) -> Any:
         t0 = time.monotonic()
-        info = testbed_api.up(spec.profile, name=f"{prefix}{spec.testbed}", nodes=nodes)
+        info = testbed_api.up(
+            spec.profile, name=f"{prefix}{spec.testbed}", nodes=nodes, overrides=demo_serving_overrides(spec.profile)
+        )
         say(f"  testbed {info.name:<10} profile {spec.profile:<9} login {info.login_addr}  ({time.monotonic() - t0:.1f} s)")
         return info
 
@@ -175,6 +188,7 @@ def demo_provider_connect(*, spec: DemoProvider, info: Any, analyst: Any, say: S
                 "syslog_addr": info.syslog_addr,
                 "shared_log_dirs": [info.log_dir],
                 "freshness_sink_url": f"http://{info.controller_addr}/healthz",
+                "serving_url": info.serving_url,
                 **DEMO_PROBE_SETTINGS,
             },
         },
