@@ -27,6 +27,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -116,6 +117,28 @@ def ssh_run(
         )  # fmt: skip
     finally:
         os.unlink(kh.name)
+
+
+@contextmanager
+def job_held(info: api.TestbedInfo, tenant_id: str, node: str, *, wait_s: float = 30) -> Iterator[str]:
+    """Hold a short job of ``tenant_id`` on ``node`` (its Slurm name) while the block runs, as a
+    tenant must before SSH to a compute node under ``ssh.restrict_to_jobs`` (pam_slurm_adopt);
+    yields the job id and cancels it after."""
+    submitted = ssh_run(
+        info, tenant_id, f"sbatch --parsable -w {node} -N1 -n1 -t 10 -J hold -o /dev/null --wrap 'sleep 600'"
+    )
+    job = submitted.stdout.strip().split(";")[0]
+    if submitted.returncode != 0 or not job.isdigit():
+        raise TestbedError(f"no job held on {node}: {submitted.stderr.strip()}")
+    try:
+        deadline = time.monotonic() + wait_s
+        while ssh_run(info, tenant_id, f"squeue -h -j {job} -o %T").stdout.strip() != "RUNNING":
+            if time.monotonic() > deadline:
+                raise TestbedError(f"the job held on {node} did not start within {wait_s:g}s")
+            time.sleep(0.5)
+        yield job
+    finally:
+        ssh_run(info, tenant_id, f"scancel {job}")
 
 
 def _node_host_key(info: api.TestbedInfo, address: str) -> str:

@@ -20,7 +20,7 @@ from probes.models import ClusterAccess, Finding, HostCAPin, HostKeyPin, ProbeRu
 from probes.transport import host_ca_parse
 from providers.models import Cluster
 from testbed import api
-from testbed.pytest_helpers import prefixed_name, running_testbed
+from testbed.pytest_helpers import prefixed_name, running_testbed, ssh_run
 from tests.factories import ClusterFactory
 
 pytestmark = [pytest.mark.testbed, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -92,20 +92,36 @@ def test_a_replacement_node_is_probed_over_direct_ssh_through_its_certificate_wi
         assert third.flagged
 
 
-def test_with_ssh_restricted_to_jobs_direct_ssh_is_refused_and_the_scheduler_path_still_probes_the_node(settings):  # type: ignore[no-untyped-def]
+def test_with_ssh_restricted_to_jobs_direct_ssh_holds_a_job_fails_closed_without_one_and_the_scheduler_path_still_probes_the_node(settings):  # type: ignore[no-untyped-def]
     settings.OPGRADE_PROBE_MAX_ATTEMPTS = 1
     name = prefixed_name("hcr")
     with running_testbed("exemplary", name=name, nodes=1, overrides={"ssh": {"restrict_to_jobs": True}}) as info:
         cluster = _register(info)
         node = info.nodes["node1"]["address"]
+        # sshd refuses a tenant without a job there (the certificate verified first): the run does
+        # what a tenant does, holds a short job on node1, connects, and cancels the job after
         direct = _run(cluster, 0)
-        refused = Finding.objects.get(run=direct, target=node)
-        # the certificate verified (no host_key_unverified); sshd then refused a tenant without a job there
-        assert refused.outcome == "error" and refused.evidence["error_code"] == "auth_failed", refused.summary
-        assert direct.status == ProbeRun.Status.ERROR and direct.flagged
+        probed = Finding.objects.get(run=direct, target=node)
+        assert direct.status == ProbeRun.Status.DONE and not direct.flagged, (direct.error_code, direct.error_message)
+        assert probed.outcome == "pass", probed.summary
+        left = ssh_run(info, "a", "squeue -h -u $USER -t PENDING,RUNNING -o %j")
+        assert left.returncode == 0 and "opgrade-ssh-hold" not in left.stdout, left.stdout
+
+        # no job can be placed (another tenant holds node1 whole): unreachable by the provider's
+        # policy now, an error that is neither a pass nor held against our credentials
+        busy = ssh_run(info, "b", "sbatch --parsable --exclusive -w node1 -t 5 -o /dev/null --wrap 'sleep 300'")
+        job = busy.stdout.strip().split(";")[0]
+        assert busy.returncode == 0 and job.isdigit(), busy.stderr
+        try:
+            refused_run = _run(cluster, 1)
+            refused = Finding.objects.get(run=refused_run, target=node)
+            assert refused.outcome == "error" and refused.evidence["error_code"] == "scheduler_refused", refused.summary
+            assert "needs a running job" in refused.summary and not refused_run.flagged
+        finally:
+            ssh_run(info, "b", f"scancel {job}")
 
         ClusterAccess.objects.filter(cluster=cluster).update(node_access=ClusterAccess.NodeAccess.SCHEDULER)
-        through_srun = _run(cluster, 1)
+        through_srun = _run(cluster, 2)
         probed = Finding.objects.get(run=through_srun, target=node)
         assert through_srun.status == ProbeRun.Status.DONE, (through_srun.error_code, through_srun.error_message)
         assert probed.outcome == "pass" and probed.evidence["cmd"].startswith("srun --nodelist=node1 ")

@@ -30,7 +30,11 @@ PROBES = [
 
 
 def test_runner_stores_critical_isolation_findings_for_a_leaky_testbed():
-    with running_testbed("leaky", name=prefixed_name("rlk"), nodes=2) as info:
+    # the typed list (addresses, no scheduler names) over direct SSH: only where compute nodes admit
+    # a tenant without a job there, which the bundled profiles no longer do (ssh.restrict_to_jobs)
+    with running_testbed(
+        "leaky", name=prefixed_name("rlk"), nodes=2, overrides={"ssh": {"restrict_to_jobs": False}}
+    ) as info:
         cluster = ClusterFactory(gpu_model="", gpu_count=0, orchestrator=Cluster.Orchestrator.SLURM)
         nodes = [n for n in info.nodes.values() if n["status"] == "ready"]
         ClusterAccess.objects.create(

@@ -22,7 +22,7 @@ import pytest
 from testbed import api, runtime
 from testbed.errors import TestbedError
 from testbed.layout import NETNS_PREFIX
-from testbed.pytest_helpers import http_json, http_request, prefixed_name, running_testbed, ssh_run
+from testbed.pytest_helpers import http_json, http_request, job_held, prefixed_name, running_testbed, ssh_run
 
 pytestmark = pytest.mark.testbed
 
@@ -176,11 +176,12 @@ def test_the_log_directory_is_readable_across_tenants_only_in_leaky(both: dict[s
 
 
 def _log_line(info: Info, tenant_id: str) -> str:
-    """Have ``tenant_id`` send a unique syslog line from a compute node, as a job would."""
+    """Have ``tenant_id`` send a unique syslog line from a compute node, as a job: a job step from
+    the login node (SSH to a node needs a job there under ``ssh.restrict_to_jobs``)."""
     text = f"marker-{uuid.uuid4().hex[:10]}"
-    node = next(iter(info.nodes.values()))["address"]
+    node = next(iter(info.nodes))
     ctl = info.syslog_addr.split(":")[0]
-    ok(ssh_run(info, tenant_id, f"logger -n {ctl} -P 514 -d {text}", host=node))
+    ok(ssh_run(info, tenant_id, f"srun -w {node} -N1 -n1 -t 1 logger -n {ctl} -P 514 -d {text}"))
     return text
 
 
@@ -377,7 +378,11 @@ def test_a_node_provisioned_through_the_api_becomes_idle(fault_bed: Info) -> Non
     wait_for(lambda: f"{name} idle" in ok(ssh_run(info, "a", "sinfo -h -N -o '%N %t'")),
              timeout=20, what=f"{name} idle")  # fmt: skip
     current = api.info(info.name)
-    ok(ssh_run(current, "a", "hostname", host=current.nodes[name]["address"]))
+    address = current.nodes[name]["address"]
+    # exemplary restricts SSH to compute nodes to tenants with a job there (pam_slurm_adopt-like)
+    assert ssh_run(current, "a", "hostname", host=address).returncode != 0
+    with job_held(current, "a", name):
+        ok(ssh_run(current, "a", "hostname", host=address))
     code, _ = api.provider_call(info.name, "DELETE", f"/v1/nodes/{name}")
     assert code == 202
     wait_for(lambda: name not in ok(ssh_run(info, "a", "sinfo -h -N -o %N")), timeout=10, what="release")
@@ -443,13 +448,14 @@ def test_a_node_reported_faulty_is_replaced_by_the_exemplary_operator_only(
 def test_a_hung_node_stops_answering_ssh(fault_bed: Info) -> None:
     info = api.info(fault_bed.name)
     victim, node = sorted(info.nodes.items())[0]
-    ok(ssh_run(info, "a", "hostname", host=node["address"]))
-    api.inject_fault(info.name, victim, "hung")
-    try:
-        answered = ssh_run(info, "a", "hostname", host=node["address"], timeout=8).returncode == 0
-    except subprocess.TimeoutExpired:
-        answered = False
-    api.inject_fault(info.name, victim, "clear")
+    with job_held(info, "a", victim):  # SSH to a node needs a job there (ssh.restrict_to_jobs)
+        ok(ssh_run(info, "a", "hostname", host=node["address"]))
+        api.inject_fault(info.name, victim, "hung")
+        try:
+            answered = ssh_run(info, "a", "hostname", host=node["address"], timeout=8).returncode == 0
+        except subprocess.TimeoutExpired:
+            answered = False
+        api.inject_fault(info.name, victim, "clear")
     assert not answered
 
 
