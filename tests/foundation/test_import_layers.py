@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 PACKAGES = (
-    "config", "rubric", "providers", "probes", "ratings", "reports", "reviews", "quickstart", "workbench", "testbed",
+    "config", "rubric", "providers", "probes", "ratings", "costs", "grades", "reports", "reviews", "quickstart", "workbench", "testbed",
 )
 
 
