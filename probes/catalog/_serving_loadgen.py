@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--api-key-env", default="", help="environment variable holding a bearer token")
     p.add_argument("--no-warmup", action="store_true")
-    p.add_argument("--warmup-wait-s", type=float, default=30.0)
+    p.add_argument("--warmup-wait-s", type=float, default=120.0)  # a model still loading answers 503
     try:
         args = p.parse_args(argv)
         levels = [int(c) for c in args.concurrency.split(",") if c.strip()]

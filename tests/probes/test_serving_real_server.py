@@ -39,7 +39,7 @@ def llm_server() -> Iterator[str]:
         serving.server_files()
     except TestbedError as exc:
         pytest.fail(f"the real LLM server is not built here: {exc}")
-    with serving.local_server({"serving": {"parallel": 4, "threads": 2}}) as url:
+    with serving.local_server({"serving": {"parallel": 4, "threads": 1}}) as url:
         yield url
 
 

@@ -13,12 +13,12 @@ from testbed.profiles import profile_resolve
 def test_serving_is_off_by_default_and_flaky_fails_a_share_of_requests():
     good = profile_resolve(profile="exemplary")["serving"]
     assert good["enabled"] is False and good["error_rate"] == 0
-    assert (good["parallel"], good["threads"], good["batch_size"]) == (4, 2, 512)
+    assert (good["parallel"], good["threads"], good["batch_size"]) == (4, 1, 512)
     assert profile_resolve(profile="flaky")["serving"]["error_rate"] == pytest.approx(0.2)
     # leaky keeps the well-chosen serving configuration (see testbed.serving.POORLY_CHOSEN)
     assert profile_resolve(profile="leaky")["serving"] == good
     poor = profile_resolve(profile="exemplary", overrides={"serving": dict(serving.POORLY_CHOSEN)})["serving"]
-    assert poor["threads"] < good["threads"] and poor["batch_size"] < good["batch_size"]
+    assert poor["parallel"] < good["parallel"] and poor["batch_size"] < good["batch_size"]
 
 
 @pytest.mark.parametrize(
@@ -48,5 +48,5 @@ def test_the_knobs_become_llama_servers_flags(tmp_path, monkeypatch):
     argv = serving.server_argv(knobs, host="10.0.0.11", port=8080)
     flags = dict(zip(argv[1::2], argv[2::2], strict=False))
     assert argv[0] == str(server) and flags["-m"] == str(tmp_path / "model.gguf")
-    assert flags["--parallel"] == "1" and flags["--threads"] == "1" and flags["--batch-size"] == "16"
+    assert flags["--parallel"] == "1" and flags["--threads"] == "2" and flags["--batch-size"] == "16"
     assert flags["--host"] == "10.0.0.11" and flags["--port"] == "8080" and "--metrics" in argv
