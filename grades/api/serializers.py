@@ -30,7 +30,8 @@ class PriceObservationSerializer(serializers.ModelSerializer):
     price_per_gpu_hour = serializers.DecimalField(max_digits=8, decimal_places=4)
     grade_label = serializers.CharField(source="grade.label", read_only=True)
     provider = serializers.CharField(source="cluster.provider.slug", read_only=True)
-    recorded_by = serializers.CharField(source="recorded_by.get_username", read_only=True, default=None)
+    recorded_by = serializers.CharField(source="recorded_by.get_username", read_only=True, default=None,
+                                        allow_null=True)
 
     class Meta:
         model = PriceObservation
