@@ -31,12 +31,14 @@ fi
 
 # The testbed tests run as two shards beside the rest (they mostly wait on daemons): the long
 # end-to-end ones (tests/quickstart, tests/workbench: the demo cycle, the scheduled catalog, the
-# browser onboarding) and all other testbed tests. Each shard has its own database (pytest-django
+# browser onboarding) and all other testbed tests. The red team's test runs in the end-to-end shard,
+# one after the demo: its mutations plant flaws in host paths every testbed's nodes can see (/srv,
+# /var/log), which the demo's exposure probes would rightly report. Each shard has its own database (pytest-django
 # creates test_<name>), Redis db and testbed prefix (testbed names are at most 10 characters).
 log=var/log/test-testbed.log
 log_e2e=var/log/test-testbed-e2e.log
 : > "$log"; : > "$log_e2e"
-e2e_paths=(tests/quickstart tests/workbench)
+e2e_paths=(tests/quickstart tests/workbench tests/integration/test_red_team.py)
 prefix="${OPGRADE_TESTBED_PREFIX:-ci}"
 DATABASE_URL="${db}_tb" REDIS_URL="${redis%/*}/$(( ${redis##*/} + 1 ))" OPGRADE_TESTBED_PREFIX="$prefix" \
   .venv/bin/python -m pytest -m testbed -p no:cacheprovider -o console_output_style=classic \
