@@ -24,7 +24,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from config.admin_readonly import ReadOnlyAdminMixin
-from probes import services
+from probes import selectors, services
 from probes.catalog import probe_choices
 from probes.models import (
     ClusterAccess,
@@ -125,7 +125,7 @@ class ClusterAccessAdmin(admin.ModelAdmin):
     list_display = ["cluster", "login_host", "login_port", "node_count", "api_token_stored", "disruptive_opt_in",
                     "max_concurrency"]  # fmt: skip
     list_filter = ["disruptive_opt_in", "inventory_source", "node_access"]
-    readonly_fields = ["inventory_last_seen", "nodes_departed", "nodes_joined"]
+    readonly_fields = ["inventory_last_seen", "nodes_departed", "nodes_joined", "next_scheduled_runs"]
     search_fields = ["cluster__name", "cluster__provider__name", "login_host"]
     list_select_related = ["cluster__provider"]
     actions = ["action_fetch_host_keys", "action_pin_host_ca"]
@@ -175,6 +175,20 @@ class ClusterAccessAdmin(admin.ModelAdmin):
             format_html_join(
                 "", "<li>{} ({}) joined by {} ({})</li>",
                 ((j.get("name"), j.get("address"), j.get("at"), j.get("state")) for j in came),
+            ),
+        )  # fmt: skip
+
+    @admin.display(description="next scheduled runs")
+    def next_scheduled_runs(self, obj: ClusterAccess) -> str:
+        upcoming = selectors.next_scheduled_runs(cluster=obj.cluster) if obj.pk else []
+        if not upcoming:
+            return "no probe schedule for this cluster"
+        return format_html(
+            "<ul>{}</ul>",
+            format_html_join(
+                "", "<li>{}: {} ({})</li>",
+                ((n.name, n.at.isoformat(timespec="seconds") if n.at else f"none ({n.why_not})", ", ".join(n.probes))
+                 for n in upcoming),
             ),
         )  # fmt: skip
 
@@ -398,10 +412,10 @@ class ProbeScheduleForm(forms.ModelForm):
 @admin.register(ProbeSchedule)
 class ProbeScheduleAdmin(admin.ModelAdmin):
     form = ProbeScheduleForm
-    list_display = ["name", "cluster", "probe_list", "crontab", "interval", "enabled", "last_run_at"]
+    list_display = ["name", "cluster", "probe_list", "crontab", "interval", "enabled", "last_run_at", "next_run_at"]
     list_filter = ["enabled", "cluster__provider"]
     search_fields = ["name", "cluster__name"]
-    list_select_related = ["cluster__provider", "crontab", "interval", "periodic_task"]
+    list_select_related = ["cluster__provider", "crontab", "interval", "periodic_task", *selectors.SCHEDULE_TIMING]
     actions = ["action_run_now"]
 
     @admin.display(description="probes")
@@ -411,6 +425,11 @@ class ProbeScheduleAdmin(admin.ModelAdmin):
     @admin.display(description="last fired")
     def last_run_at(self, obj: ProbeSchedule) -> Any:
         return obj.periodic_task.last_run_at if obj.periodic_task else None
+
+    @admin.display(description="next run")
+    def next_run_at(self, obj: ProbeSchedule) -> Any:
+        upcoming = selectors.next_scheduled_run_of(schedule=obj)
+        return upcoming.at or f"none ({upcoming.why_not})"
 
     @admin.action(description="Run now")
     def action_run_now(self, request: HttpRequest, queryset: QuerySet[ProbeSchedule]) -> None:
