@@ -37,8 +37,6 @@ step "testbed packages"
 ./scripts/install-testbed.sh
 step "LLM server for the serving probe (built once per machine, then cached)"
 ./scripts/install-llm.sh
-step "LLM server for the serving probe (built once per machine, then cached)"
-./scripts/install-llm.sh
 if ! ls var/wheels/cmax/clustermax-*.whl >/dev/null 2>&1; then
   step "clustermax wheels for the audit probe"
   PYTHON=$py ./scripts/fetch-cmax-wheels.sh
