@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from config import immutability
+from grades.guards import GUARDS as GRADE_GUARDS
 from probes.guards import GUARDS as PROBE_GUARDS
 from ratings.guards import GUARDS as RATING_GUARDS
 from reports.guards import GUARDS as REPORT_GUARDS
@@ -103,9 +104,9 @@ def test_every_immutable_table_is_registered_for_the_reinstall():
     registered = {g.table for guards in immutability.registered().values() for g in guards}
     assert registered == {
         "rubric_rubricversion", "rubric_area", "rubric_criterion", "probes_finding",
-        "ratings_scoresnapshot", "ratings_tierassignment", "reports_report",
+        "ratings_scoresnapshot", "ratings_tierassignment", "reports_report", "grades_gradedefinition",
     }
-    assert {g.name for g in (*RUBRIC_GUARDS, *PROBE_GUARDS, *RATING_GUARDS, *REPORT_GUARDS)} == {
+    assert {g.name for g in (*RUBRIC_GUARDS, *PROBE_GUARDS, *RATING_GUARDS, *REPORT_GUARDS, *GRADE_GUARDS)} == {
         g.name for guards in immutability.registered().values() for g in guards
     }
 
