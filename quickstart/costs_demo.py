@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
+from django.db.models import Count
 from django_celery_beat.models import IntervalSchedule
 
 from costs import services as cost_services
@@ -37,15 +38,18 @@ DEMO_PRICES: dict[str, tuple[str, str, dict[str, str]]] = {
 
 
 def demo_capacity_record(*, cycle: Cycle, cluster: Cluster) -> int:
-    """Offered capacity = the compute nodes node_inventory found in the cycle (one accelerator a node on
-    the CPU-only testbed, as serving_goodput counts them; the login node is none); kept when none was found."""
+    """Offered capacity = the most compute nodes one node_inventory run found in the cycle (one
+    accelerator a node on the CPU-only testbed, as serving_goodput counts them; the login node is none);
+    kept when none was found. Per run, not distinct over the cycle: an operator's replacement node
+    adds no capacity, and a re-run that sees later samples must record the same figure."""
     access = ClusterAccess.objects.filter(cluster=cluster).first()
-    nodes = (
+    per_run = (
         Finding.objects.filter(run__cycle=cycle, run__cluster=cluster, probe_id="node_inventory", metric="",
                                outcome__in=("pass", "warn"))
         .exclude(target=access.login_host if access is not None else "")
-        .values("target").distinct().count()
+        .values("run_id").order_by().annotate(nodes=Count("target", distinct=True)).values_list("nodes", flat=True)
     )
+    nodes = max(per_run, default=0)
     if nodes and cluster.gpu_count != nodes:
         Cluster.objects.filter(pk=cluster.pk).update(gpu_count=nodes)
         cluster.gpu_count = nodes

@@ -61,3 +61,21 @@ def test_samples_already_taken_are_reused_not_taken_again():
     runs = costs_demo.demo_availability_sample(schedules=[schedule], samples=2, timeout_s=5, execute=refuse,
                                                say=lambda line: None)
     assert len(runs) == 4
+
+
+def test_a_replacement_node_adds_no_capacity_and_a_rerun_records_the_same_figure():
+    """The catalog's node_inventory saw node1 and node2; a later sample (after the operator replaced
+    node2 with node3) saw node1 and node3. Counting distinct nodes over the cycle said 3 and made the
+    demo's re-run publish a correction; the most compute nodes one run found is 2."""
+    from probes.models import ClusterAccess, Finding
+
+    aurora = _cluster("aurora-compute")
+    cycle = cycle_of(aurora.provider)
+    ClusterAccess.objects.create(cluster=aurora, login_host="login")
+    for day, nodes in ((2, ("login", "node1", "node2")), (3, ("login", "node1", "node3"))):
+        run = _run(aurora, cycle, "node_inventory", dt.datetime(2026, 11, day, tzinfo=dt.UTC))
+        for node in nodes:
+            Finding.objects.create(run=run, probe_id="node_inventory", probe_version="1", target=node, metric="",
+                                   outcome="pass")
+    assert costs_demo.demo_capacity_record(cycle=cycle, cluster=aurora) == 2
+    assert costs_demo.demo_capacity_record(cycle=cycle, cluster=aurora) == 2
