@@ -3,10 +3,10 @@
 ``config.text`` states the rule. The API applies it in its parsers, the CSV and YAML importers
 per cell and the portal forms through a validator; the admin's model forms were the one entry
 point left (Django's form ``CharField`` refuses a NUL, but not a bidi override, and a JSON
-field refuses neither inside its strings). ``guard_admin_text(site)`` wraps, once, every
-registered ModelAdmin's add/change form, its list-editable form and its inlines' forms, so
-a field holding such a character gets a form error naming the position and nothing is
-written. It is called from ``config/urls.py``, after every app has registered its admins.
+field refuses neither inside its strings). ``guarded_form`` is applied, once, to every
+registered ModelAdmin's add/change form, its list-editable form and its inlines' forms
+(by ``config.admin_forms``, from ``config/urls.py``), so a field
+holding such a character gets a form error naming the position and nothing is written.
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib import admin
 from django.db.models import Model
-from django.http import HttpRequest
 
 from config.text import find_unsafe_text
 
@@ -48,45 +46,3 @@ def guarded_form(form_class: type[forms.BaseForm]) -> type[forms.BaseForm]:
 
     guarded = type(form_class.__name__, (form_class,), {"clean": clean, _GUARD_FLAG: True, "__module__": form_class.__module__})
     return guarded
-
-
-def _guard_inline(inline: admin.options.InlineModelAdmin) -> admin.options.InlineModelAdmin:
-    if getattr(inline, _GUARD_FLAG, False):
-        return inline
-    original = inline.get_formset
-
-    def get_formset(request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
-        formset = original(request, obj, **kwargs)
-        formset.form = guarded_form(formset.form)
-        return formset
-
-    inline.get_formset = get_formset  # type: ignore[method-assign]
-    setattr(inline, _GUARD_FLAG, True)
-    return inline
-
-
-def guard_model_admin(model_admin: admin.ModelAdmin) -> None:
-    if getattr(model_admin, _GUARD_FLAG, False):
-        return
-    get_form = model_admin.get_form
-    get_changelist_form = model_admin.get_changelist_form
-    get_inline_instances = model_admin.get_inline_instances
-
-    def guarded_get_form(request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
-        return guarded_form(get_form(request, obj, change=change, **kwargs))
-
-    def guarded_get_changelist_form(request: HttpRequest, **kwargs: Any) -> Any:
-        return guarded_form(get_changelist_form(request, **kwargs))
-
-    def guarded_get_inline_instances(request: HttpRequest, obj: Any = None) -> list[Any]:
-        return [_guard_inline(inline) for inline in get_inline_instances(request, obj)]
-
-    model_admin.get_form = guarded_get_form  # type: ignore[method-assign]
-    model_admin.get_changelist_form = guarded_get_changelist_form  # type: ignore[method-assign]
-    model_admin.get_inline_instances = guarded_get_inline_instances  # type: ignore[method-assign]
-    setattr(model_admin, _GUARD_FLAG, True)
-
-
-def guard_admin_text(site: admin.AdminSite) -> None:
-    for model_admin in site._registry.values():
-        guard_model_admin(model_admin)

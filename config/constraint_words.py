@@ -3,9 +3,9 @@
 Every model the admin edits keeps its rules as database constraints too (CheckConstraint,
 conditional UniqueConstraint). Django's form validation checks them, but says
 ``Constraint "cycle_period_ordered" is violated.``, a name only its author can read.
-``guard_constraint_words(site)`` (called from ``config/urls.py``) gives every registered
-ModelAdmin's forms a constraint check that says each broken constraint in the words below
-(``CONSTRAINT_WORDS``), on the field it is about when the form shows it. Like Django's own, it
+``worded_form`` (applied to every registered ModelAdmin's forms by ``config.admin_forms``
+from ``config/urls.py``) gives them a constraint check that says each broken constraint in the
+words below (``CONSTRAINT_WORDS``), on the field it is about when the form shows it. Like Django's own, it
 leaves out constraints on fields the form does not show (the admin's save_model sets those).
 
 A constraint without words here fails ``tests/foundation/test_constraint_words.py``, which
@@ -18,10 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib import admin
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db.models import Model, UniqueConstraint
-from django.http import HttpRequest
 
 _GUARD_FLAG = "_opgrade_constraint_words"
 
@@ -160,44 +158,3 @@ def worded_form(form_class: type[forms.BaseForm]) -> type[forms.BaseForm]:
     return type(form_class.__name__, (form_class,), {
         "validate_constraints": validate_constraints, _GUARD_FLAG: True, "__module__": form_class.__module__,
     })
-
-
-def _worded_inline(inline: admin.options.InlineModelAdmin) -> admin.options.InlineModelAdmin:
-    if getattr(inline, _GUARD_FLAG, False):
-        return inline
-    original = inline.get_formset
-
-    def get_formset(request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
-        formset = original(request, obj, **kwargs)
-        formset.form = worded_form(formset.form)
-        return formset
-
-    inline.get_formset = get_formset  # type: ignore[method-assign]
-    setattr(inline, _GUARD_FLAG, True)
-    return inline
-
-
-def guard_model_admin(model_admin: admin.ModelAdmin) -> None:
-    if getattr(model_admin, _GUARD_FLAG, False):
-        return
-    get_form, get_changelist_form = model_admin.get_form, model_admin.get_changelist_form
-    get_inline_instances = model_admin.get_inline_instances
-
-    def worded_get_form(request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
-        return worded_form(get_form(request, obj, change=change, **kwargs))
-
-    def worded_get_changelist_form(request: HttpRequest, **kwargs: Any) -> Any:
-        return worded_form(get_changelist_form(request, **kwargs))
-
-    def worded_get_inline_instances(request: HttpRequest, obj: Any = None) -> list[Any]:
-        return [_worded_inline(inline) for inline in get_inline_instances(request, obj)]
-
-    model_admin.get_form = worded_get_form  # type: ignore[method-assign]
-    model_admin.get_changelist_form = worded_get_changelist_form  # type: ignore[method-assign]
-    model_admin.get_inline_instances = worded_get_inline_instances  # type: ignore[method-assign]
-    setattr(model_admin, _GUARD_FLAG, True)
-
-
-def guard_constraint_words(site: admin.AdminSite) -> None:
-    for model_admin in site._registry.values():
-        guard_model_admin(model_admin)

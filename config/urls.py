@@ -5,9 +5,10 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 from django.views import defaults
 
-from config.admin_text import guard_admin_text
+from config.admin_forms import wrap_admin_forms
+from config.admin_text import guarded_form
 from config.api_errors import json_error_view
-from config.constraint_words import guard_constraint_words
+from config.constraint_words import worded_form
 
 
 def healthz(_request: HttpRequest) -> HttpResponse:
@@ -17,8 +18,8 @@ def healthz(_request: HttpRequest) -> HttpResponse:
 admin.site.site_header = "Opgrade"
 admin.site.site_title = "Opgrade admin"
 admin.site.index_title = "Ratings of GPU cloud operators"
-guard_admin_text(admin.site)  # every admin form refuses NUL and bidi controls (config/admin_text.py)
-guard_constraint_words(admin.site)  # every admin form checks the DB constraints and says them in words
+# every admin form refuses NUL and bidi controls, and checks the DB constraints and says them in words
+wrap_admin_forms(admin.site, guarded_form, worded_form)
 
 urlpatterns = [
     path("admin/workbench/", include("workbench.urls")),  # before admin/: the cycle workbench

@@ -14,6 +14,7 @@ from django.test import Client
 from django.urls import get_resolver
 
 from config.access import Role
+from config.admin_forms import wrappers_of
 from config.admin_text import guarded_form
 from providers.models import Cluster, Provider
 from tests.factories import ClusterFactory, ProviderFactory
@@ -32,7 +33,7 @@ def _admin_client() -> Client:
 
 def test_every_registered_admin_is_guarded():
     get_resolver().url_patterns  # noqa: B018 - the URLconf applies the guard once every admin is registered
-    unguarded = [type(ma).__name__ for ma in admin.site._registry.values() if not getattr(ma, "_opgrade_text_guard", False)]
+    unguarded = [type(ma).__name__ for ma in admin.site._registry.values() if guarded_form not in wrappers_of(ma)]
     assert unguarded == []
 
 
