@@ -147,4 +147,6 @@ def test_the_demo_cycle_publishes_a_report_that_ranks_the_exemplary_provider_abo
     assert ProbeRun.objects.filter(cycle=cycle).count() == total
     assert "already imported" in again and "0 assigned, 0 submitted" in again
     assert Report.objects.get(cycle=cycle, status=Report.Status.PUBLISHED).pk == report.pk
-    assert first_run_s < 420, f"the demo cycle took {first_run_s:.0f} s"
+    # the quick start stays a few minutes long (504 s on CI's machine once the serving probe and the
+    # availability samples joined the catalog)
+    assert first_run_s < 900, f"the demo cycle took {first_run_s:.0f} s"
