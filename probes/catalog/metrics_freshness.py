@@ -11,12 +11,20 @@ interface counts its own bytes, so with an upload sink and network counters only
 watched. The load runs under ``timeout`` and is killed by pid when seen. The time runs from the start of the load to the
 first answer that shows it. The rates are ``irate`` over a window that holds two scrapes even at a
 1-minute scrape interval, so a sparse scrape shows up as a late signal, not as no signal.
+
+One load is one draw of the scrape's phase: a load that starts just before a scrape of a node
+scraped every minute is seen in seconds. So the probe also times the node's scrape spacing (the
+``timestamp`` of its ``up`` series, watched until the next scrape lands) and reports the larger of
+the two: a load can go unseen for a whole spacing, and a lucky phase never passes a sparse scrape.
+A spacing that cannot be measured within the timeout is a timeout, never a pass.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from probes.catalog import register
 from probes.catalog._support import (
@@ -41,6 +49,38 @@ MY_ADDRESS = Command("hostname -I")
 RATE_WINDOW = "3m"
 
 
+@dataclass
+class ScrapeSpacing:
+    """Pure core: the seconds between two consecutive scrapes of a series, from polls of its latest
+    sample's timestamp (``timestamp(up{...})``). ``observe`` takes one poll (None when the series is
+    absent) and returns the spacing once a second, later timestamp has been seen."""
+
+    first: float | None = None
+    seen: list[float] = field(default_factory=list)
+
+    def observe(self, stamp: float | None) -> float | None:
+        if stamp is None or not math.isfinite(stamp):
+            return None
+        if not self.seen or self.seen[-1] != stamp:
+            self.seen.append(stamp)
+        if self.first is None:
+            self.first = stamp
+            return None
+        if stamp > self.first:
+            return round(stamp - self.first, 3)
+        if stamp < self.first:  # an older sample after a newer one: the series restarted, start over
+            self.first = stamp
+        return None
+
+
+def scrape_spacing(stamp: Callable[[], float | None], *, timeout_s: float) -> tuple[float | None, float, list[float]]:
+    """Poll ``stamp`` (a series' latest sample timestamp, None when absent) until the next scrape lands:
+    (the spacing between two consecutive scrapes or None, the seconds waited, the stamps seen)."""
+    spacing = ScrapeSpacing()
+    spaced, waited = wait_for(lambda: spacing.observe(stamp()), timeout_s=timeout_s, poll_s=0.5)
+    return spaced, waited, spacing.seen[:5]
+
+
 def start_load(seconds: int, sink: str | None) -> Command:
     cpu = "setsid timeout {s} sh -c 'while :; do :; done' >/dev/null 2>&1 < /dev/null & echo $!"
     if not sink:
@@ -57,6 +97,15 @@ def stop_load(pids: list[str]) -> Command:
     if not names:
         return Command("true")
     return Command("kill " + " ".join(f"{{{n}}}" for n in names) + " 2>/dev/null; true", **names)
+
+
+def _first_value(url: str, auth: tuple[str, str], promql: str) -> float | None:
+    """The first sample's value of an instant query, or None (no sample, or an answer that is not one)."""
+    resp = http("GET", f"{url}/api/v1/query", auth=auth, params={"query": promql})
+    try:
+        return next((s.value for s in vector_samples(parse_response(resp.body))), None)
+    except ParseError:
+        return None
 
 
 @register
@@ -106,29 +155,41 @@ class MetricsFreshness(CatalogProbe, definition="metrics_freshness"):
                 poll_s=0.5,
             )
             seconds = round(time.monotonic() - start, 2)
+            # as with a load, one push is one draw of the scrape phase: time a whole spacing too
+            spaced, waited, stamps = (
+                scrape_spacing(lambda: _first_value(url, auth, f"timestamp({promql})"),
+                               timeout_s=float(self.setting(ctx, "visible_timeout_s")))
+                if seen else (None, 0.0, [])
+            )  # fmt: skip
         finally:
             http("DELETE", group, auth=auth)
         evidence = {
             "method": "push",
             "why": f"node {node} CPU baseline {baseline.get('cpu_cores', 0):.2f} of {cores:g} cores",
             "query": promql,
+            "observed_s": seconds,
+            "scrape_spacing_s": spaced,
+            "scrape_stamps": stamps,
         }
-        if not seen:
+        if not seen or spaced is None:
             return self.finding(
                 target,
                 Outcome.TIMEOUT,
-                value=seconds,
+                value=round(max(seconds, waited), 2),
                 evidence=evidence,
-                summary=f"pushed sample not visible after {seconds} s",
+                summary=f"pushed sample not visible after {seconds} s"
+                if not seen
+                else f"pushed sample seen after {seconds} s, but not scraped again within {waited:.0f} s",
             )
-        outcome, ref = self.judge(ctx, seconds)
+        value = round(max(seconds, spaced), 2)
+        outcome, ref = self.judge(ctx, value)
         return self.finding(
             target,
             outcome,
-            value=seconds,
+            value=value,
             evidence=evidence,
             threshold_ref=ref,
-            summary=f"pushed sample visible after {seconds} s (node load not observable here)",
+            summary=f"pushed sample visible after {seconds} s, scraped every {spaced:g} s (node load not observable here)",
         )
 
     def measure(self, ctx: ProbeContext, target: Target) -> Iterable[FindingDraft]:
@@ -236,14 +297,28 @@ class MetricsFreshness(CatalogProbe, definition="metrics_freshness"):
                     summary=f"load on {node.host} not visible after {seconds} s",
                 )
             ]
-        outcome, ref = self.judge(ctx, seconds)
-        return [
-            self.finding(
-                target,
-                outcome,
-                value=seconds,
-                evidence=evidence,
-                threshold_ref=ref,
-                summary=f"load on {node.host} visible in the tenant's metrics after {seconds} s",
-            )
-        ]
+        # the load's delay is one draw of the scrape phase: time a whole scrape spacing too
+        stamp_q = f'timestamp(up{{instance="{quoted}"}})'
+        spaced, waited, stamps = scrape_spacing(
+            lambda: next((v for _, v in query(stamp_q)), None), timeout_s=timeout_s
+        )
+        evidence.update(
+            {"observed_s": seconds, "spacing_query": stamp_q, "scrape_spacing_s": spaced, "scrape_stamps": stamps}
+        )
+        if spaced is None:
+            return [
+                self.finding(
+                    target,
+                    Outcome.TIMEOUT,
+                    value=round(max(seconds, waited), 2),
+                    evidence=evidence,
+                    summary=f"load on {node.host} seen after {seconds} s, but the node was not scraped again "
+                    f"within {waited:.0f} s",
+                )
+            ]
+        value = round(max(seconds, spaced), 2)
+        outcome, ref = self.judge(ctx, value)
+        summary = f"load on {node.host} visible in the tenant's metrics after {seconds} s"
+        if spaced > seconds:
+            summary += f"; the node is scraped every {spaced:g} s, so a load can go unseen that long"
+        return [self.finding(target, outcome, value=value, evidence=evidence, threshold_ref=ref, summary=summary)]

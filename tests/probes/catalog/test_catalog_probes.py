@@ -350,3 +350,28 @@ def test_monitoring_probes_without_a_tenant_metrics_endpoint_are_declined():
     for probe_id in ("metrics_coverage", "retention_days"):
         (finding,) = probe_get(probe_id)().execute(cluster.context(), CLUSTER)
         assert finding.outcome is Outcome.DECLINED, (probe_id, finding.summary)
+
+
+def test_metrics_freshness_times_a_whole_scrape_spacing_not_a_lucky_phase():
+    """Reported: on a node scraped every 60 s, a load started just before a scrape was seen in 3.24 s
+    and passed. The spacing between two consecutive scrapes is what a load can go unseen for."""
+    from probes.catalog.metrics_freshness import ScrapeSpacing
+
+    sparse = ScrapeSpacing()
+    polls = [None, 1000.0, 1000.0, 1000.0, 1060.0]  # absent at first, then one stamp until the next scrape
+    assert [sparse.observe(p) for p in polls] == [None, None, None, None, 60.0]
+    dense = ScrapeSpacing()
+    assert [dense.observe(p) for p in (500.0, 503.0)] == [None, 3.0]
+    restarted = ScrapeSpacing()  # an older stamp after a newer one: start over, never a negative spacing
+    assert [restarted.observe(p) for p in (900.0, 100.0, 103.0)] == [None, None, 3.0]
+    assert ScrapeSpacing().observe(float("nan")) is None
+
+
+def test_scrape_spacing_waits_for_the_next_scrape_and_never_passes_a_series_that_stands_still():
+    from probes.catalog.metrics_freshness import scrape_spacing
+
+    polls = iter([None, 10.0, 10.0, 13.0])
+    spaced, _, stamps = scrape_spacing(lambda: next(polls), timeout_s=30)
+    assert spaced == 3.0 and stamps == [10.0, 13.0]
+    stuck, waited, _ = scrape_spacing(lambda: 10.0, timeout_s=1.0)  # never scraped again: no spacing
+    assert stuck is None and waited >= 1.0
