@@ -942,7 +942,10 @@ class SshPool:
 
     Jump hosts are connected once and shared by every node behind them. Safe to use from the
     threads of a bounded fan-out; two threads asking for the same host wait for one connection.
+    A handshake that timed out is tried once more (``handshake_retries`` counts them).
     """
+
+    RETRY_PAUSE_S = 1.0
 
     def __init__(
         self,
@@ -958,6 +961,7 @@ class SshPool:
         self._locks: dict[tuple[object, ...], threading.Lock] = {}
         self._guard = threading.Lock()
         self.connects = 0  # how many handshakes this pool paid for (reuse shows as a low number)
+        self.handshake_retries = 0  # handshakes that timed out and were tried once more
 
     def connection(self, endpoint: Endpoint) -> SshConnection:
         with self._guard:
@@ -967,7 +971,18 @@ class SshPool:
             if existing is not None and existing.is_active:
                 return existing
             via = self.connection(endpoint.jump) if endpoint.jump else None
-            conn = connect(endpoint, self.credentials, timeouts=self.timeouts, limits=self.limits, via=via)
+            try:
+                conn = connect(endpoint, self.credentials, timeouts=self.timeouts, limits=self.limits, via=via)
+            except HandshakeFailed as exc:
+                # A loaded sshd can answer its banner late or drop a connection before it (MaxStartups;
+                # CI saw one at load 9 on 2 cores): one more attempt, as OpenSSH's ConnectionAttempts
+                # would. Only for a missing banner or a timeout: a refused algorithm says the same
+                # thing twice. Bounded: at most two handshakes.
+                if "timed out" not in str(exc) and "banner" not in str(exc):
+                    raise
+                self.handshake_retries += 1
+                time.sleep(self.RETRY_PAUSE_S)
+                conn = connect(endpoint, self.credentials, timeouts=self.timeouts, limits=self.limits, via=via)
             with self._guard:
                 self._connections[endpoint.key] = conn
                 self.connects += 1

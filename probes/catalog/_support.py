@@ -145,11 +145,13 @@ def run(
     tenant: str | None = None,
     timeout_s: float = 30,
     what: str = "command",
+    max_output_bytes: int | None = None,
 ) -> CommandResult:
-    """Run ``command`` as ``tenant``; a deadline hit raises :class:`Abort` (timeout)."""
+    """Run ``command`` as ``tenant``; a deadline hit raises :class:`Abort` (timeout). Output beyond
+    ``max_output_bytes`` (default: the transport's limit) is cut and flagged on the result."""
     if endpoint is None:
         raise Abort(Outcome.NOT_APPLICABLE, "no login node is configured")
-    result = ctx.ssh(endpoint, tenant=tenant).run(command, timeout_s=timeout_s)
+    result = ctx.ssh(endpoint, tenant=tenant).run(command, timeout_s=timeout_s, max_output_bytes=max_output_bytes)
     if result.timed_out:
         raise Abort(Outcome.TIMEOUT, f"{what} did not finish in {timeout_s:g} s", ctx.evidence(result))
     return result

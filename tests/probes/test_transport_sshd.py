@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
@@ -124,7 +125,8 @@ def test_a_hung_command_is_killed_with_its_process_group_at_the_deadline(
     sshd: Sshd, user_key: Path, tmp_path: Path, remote_backstop: bool
 ) -> None:
     pidfile = tmp_path / "pids"
-    deadline_s = 8.0  # 10% = 0.8 s: room for the kill round trip on a loaded 2-core box
+    deadline_s = 8.0
+    slack_s = 2.0  # room for the kill round trip on a loaded 2-core box (CI saw 0.82 s at load 9)
     hung = Command(
         "echo $$ > {pidfile}; sleep 300 & echo $! >> {pidfile}; sleep 301; echo never",
         pidfile=str(pidfile),
@@ -138,16 +140,16 @@ def test_a_hung_command_is_killed_with_its_process_group_at_the_deadline(
         assert len(pids) == 2
         gone = wait_for(
             lambda: not any(pid_alive(p) for p in pids),
-            max(0.0, 1.1 * deadline_s - (time.monotonic() - started)),
+            max(0.0, deadline_s + slack_s - (time.monotonic() - started)),
         )
         elapsed = time.monotonic() - started
         # The connection is still good for the next command.
         after = conn.run(Command("echo alive"), timeout_s=5)
 
     assert result.timed_out and result.exit_code is None and "never" not in result.stdout
-    assert deadline_s <= result.duration_s <= 1.1 * deadline_s
+    assert deadline_s <= result.duration_s <= deadline_s + slack_s
     assert gone, f"remote processes {pids} survived the deadline"
-    assert elapsed <= 1.1 * deadline_s
+    assert elapsed <= deadline_s + slack_s
     assert after.stdout == "alive\n"
 
 
@@ -257,3 +259,38 @@ def test_files_go_up_and_come_back_over_sftp(sshd: Sshd, user_key: Path, tmp_pat
     assert remote.read_bytes() == payload and remote.stat().st_mode & 0o777 == 0o700
     assert back == payload and not truncated
     assert head == payload[:1000] and cut
+
+
+def test_the_pool_tries_a_timed_out_handshake_once_more_and_no_more(user_key: Path) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.settimeout(4)
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            for _ in range(3):
+                accepted.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    endpoint = Endpoint(
+        host="127.0.0.1", port=listener.getsockname()[1], host_keys=(HostKey("ssh-ed25519", "SHA256:x"),)
+    )
+    pool = SshPool(
+        credentials=Credentials(username="nobody", private_key=user_key.read_text()),
+        timeouts=Timeouts(connect_s=2, banner_s=1, handshake_s=1),
+    )
+    started = time.monotonic()
+    try:
+        with pytest.raises(HandshakeFailed) as caught:
+            pool.connection(endpoint)
+    finally:
+        listener.close()
+        thread.join(timeout=15)
+        for s in accepted:
+            s.close()
+    assert "banner" in str(caught.value) and caught.value.transient
+    assert len(accepted) == 2 and pool.handshake_retries == 1 and pool.connects == 0  # two tries, no third
+    assert time.monotonic() - started < 9
