@@ -54,7 +54,7 @@ def cluster_entry(c: ClusterCost) -> dict[str, Any]:
         },
         "throughput": {"point": _n(c.throughput), "unit": "tok/s/gpu",
                        "replicates": [
-                           {"finding": r.finding_id, "run": r.run_id, "value": _n(r.throughput),
+                           {"finding": r.finding_id, "run": r.run_id, "sweep": r.sweep, "value": _n(r.throughput),
                             "goodput": _n(r.goodput), "in_range": r.in_range, "error_rate": _n(r.error_rate),
                             "accelerators": r.accelerators, "target_interactivity": _n(r.target_interactivity)}
                            for r in c.replicates

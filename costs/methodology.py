@@ -28,7 +28,7 @@ node_replacement_time measured in the period (seconds until the pool was whole a
 its deadline) and H the length of the period. With no measured sample A is unknown, and so is the cost.
 
 The interval is a seeded percentile bootstrap (90%): each draw resamples the serving replicates (T and g \
-together, one per probe run) and, independently, the availability samples. Across cycles the report gives each \
+together, one per sweep of the serving probe: each run sweeps concurrency three times on the testbed) and, independently, the availability samples. Across cycles the report gives each \
 provider's cost and rank among the peers with a known cost (1 = cheapest), and flags a provider that improved \
 but fell behind: its cost fell, yet a peer whose cost was higher before is lower now (your 10 -> 8 while a \
 rival's 12 -> 6).

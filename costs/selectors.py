@@ -4,9 +4,11 @@
 it gathers, from stored rows only:
 
 * P: the cluster's ``ClusterPrice`` for the cycle (components with sources; the owned basis too);
-* T and g: one replicate per ``serving_goodput`` finding (metric ``throughput_at_target``) of the
-  cycle: its value (tok/s per accelerator at the target interactivity; None when the target was
-  outside the measured range) and its evidence's ``goodput``;
+* T and g: one replicate per sweep of each ``serving_goodput`` finding (metric
+  ``throughput_at_target``) of the cycle: the sweep's throughput at the target (tok/s per
+  accelerator; None when the target was outside its measured range) and goodput, from the
+  evidence's ``sweeps``; a finding without them (one sweep) is one replicate, its value and
+  ``goodput``;
 * A: ``availability(cycle=..., cluster=...)``, measured, never assumed (see its docstring);
 
 and hands them to the pure ``costs.engine``. Whatever is missing makes the cost unknown, with the
@@ -189,10 +191,15 @@ class ServingReplicate:
     error_rate: float | None = None
     accelerators: float | None = None
     target_interactivity: float | None = None
+    sweep: int | None = None  # which sweep of the run (the probe's ``repeats``); None: the run's one value
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def serving_replicates(*, cycle: Cycle, cluster: Cluster) -> list[ServingReplicate]:
-    """One replicate per serving_goodput finding (one per probe run) of the cluster in the cycle."""
+    """One replicate per sweep of each serving_goodput finding (run) of the cluster in the cycle."""
     out = []
     findings = Finding.objects.filter(
         run__cycle=cycle, run__cluster=cluster, probe_id=SERVING_PROBE, metric=SERVING_METRIC,
@@ -201,15 +208,24 @@ def serving_replicates(*, cycle: Cycle, cluster: Cluster) -> list[ServingReplica
         ev = f.evidence if isinstance(f.evidence, dict) else {}
         if f.outcome in NOT_A_MEASUREMENT and not (ev.get("in_range") is False and ev.get("frontier")):
             continue  # measured nothing; a sweep that measured points but missed the target is out of range
-        goodput = ev.get("goodput")
+        common = {
+            "finding_id": f.pk, "run_id": f.run_id, "error_rate": _num(ev.get("error_rate")),
+            "accelerators": _num(ev.get("accelerators")),
+            "target_interactivity": _num(ev.get("target_interactivity_tok_s_per_user")),
+        }
+        sweeps = [s for s in ev.get("sweeps") or [] if isinstance(s, dict)]
+        if sweeps:
+            for i, s in enumerate(sweeps):
+                value, goodput = _num(s.get("throughput_at_target")), _num(s.get("goodput"))
+                sweep = s.get("sweep")
+                out.append(ServingReplicate(
+                    **common, throughput=value, goodput=goodput, in_range=value is not None and goodput is not None,
+                    sweep=sweep if isinstance(sweep, int) and not isinstance(sweep, bool) else i,
+                ))
+            continue
         out.append(ServingReplicate(
-            finding_id=f.pk, run_id=f.run_id, throughput=f.value,
-            goodput=float(goodput) if isinstance(goodput, int | float) else None,
+            **common, throughput=f.value, goodput=_num(ev.get("goodput")),
             in_range=bool(ev.get("in_range", f.value is not None)) and f.value is not None,
-            error_rate=ev.get("error_rate") if isinstance(ev.get("error_rate"), int | float) else None,
-            accelerators=ev.get("accelerators") if isinstance(ev.get("accelerators"), int | float) else None,
-            target_interactivity=ev.get("target_interactivity_tok_s_per_user")
-            if isinstance(ev.get("target_interactivity_tok_s_per_user"), int | float) else None,
         ))
     return out
 

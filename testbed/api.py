@@ -413,6 +413,7 @@ def down(name: str) -> dict[str, Any]:
     left = runtime.kill_all(recs + [{"pid": p} for p in stray], timeout=8)
     if left:
         raise TestbedError(f"could not stop processes {left} of testbed {name}")
+    serving.cpu_cgroups_remove(name)  # node1's serving cgroup (its server is stopped above)
     link_names = set(st.get("links", []))
     if lay:
         for node in st.get("nodes", {}).values():
@@ -445,6 +446,7 @@ def leftovers(name: str, *, links: set[str] | None = None) -> dict[str, Any]:
         "links": sorted((links or set()) & runtime.links()),
         "processes": runtime.procs_in(set(), marker),
         "files": (BASE_DIR / name).exists(),
+        "cgroups": [str(g) for g in serving.cpu_cgroups_of(name)],
     }
 
 

@@ -54,6 +54,33 @@ def prefixed_name(suffix: str) -> str:
 SHARED = {"exemplary": prefixed_name("ex"), "leaky": prefixed_name("lk")}
 
 
+SERVING_LOCK = os.environ.get("OPGRADE_SERVING_LOCK", "/tmp/opgrade-serving.lock")  # noqa: S108 (one per machine)
+
+
+@contextmanager
+def serving_exclusive(*, wait_s: float = 1800, what: str = "") -> Iterator[float]:
+    """Hold the machine's serving lock: tests that load LLM servers (each in a weighted, capped CPU
+    cgroup) take it, so servers from the suite's parallel halves never oversubscribe the 2 cores
+    (five half-CPU servers at once asked for 2.5 CPUs, and each delivered less than its cgroup
+    promises). Yields the seconds waited; waits at most ``wait_s`` (then fails, saying who waits)."""
+    import fcntl
+
+    start = time.monotonic()
+    with open(SERVING_LOCK, "a+") as fh:
+        while True:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() - start > wait_s:
+                    pytest.fail(f"{what or 'a serving test'} waited {wait_s:.0f} s for {SERVING_LOCK}")
+                time.sleep(1.0)
+        try:
+            yield time.monotonic() - start
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def missing_testbed_requirements() -> str | None:
     """Why the testbed cannot run here, or None."""
     try:

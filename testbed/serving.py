@@ -6,7 +6,12 @@ clone) serving the small GGUF model of the PyPI package ``gemma3-270m-q4-k-m-ggu
 ``<node1 address>:serving.port``; tenants reach it from their nodes over the testbed bridge. The
 operator's serving configuration is knobs: parallel slots (``--parallel``, continuous batching
 across them), CPU threads (``-t``), logical/physical batch size (``-b``/``-ub``) and the context
-(``-c``, shared by the slots). ``serving.error_rate`` > 0 puts a proxy in front that fails that
+(``-c``, shared by the slots). ``serving.cpu_quota`` is the node's CPU allocation for serving, as
+a real node has its own accelerator: the server runs in a CPU cgroup capped at that many CPUs (CFS
+quota) and weighted far above everything else on the machine, so it gets that share whatever else
+runs (the suite's other processes, other testbeds); without it every measurement would follow the
+machine's load (on 2 shared cores a configuration's decode rate swung several-fold and even
+changed sign against another's between a loaded and a quiet machine). ``serving.error_rate`` > 0 puts a proxy in front that fails that
 share of requests (HTTP 500), the way an overloaded or half-broken gateway does.
 
 No Django, no app: the testbed package stays stand-alone.
@@ -27,14 +32,21 @@ from testbed.errors import TestbedError
 
 DEFAULT_CACHE = "/var/cache/opgrade/llm"
 # A badly chosen serving configuration of the same node (the talk's "same GPUs, other operator" in
-# miniature): one slot (concurrent requests queue instead of batching), two threads on cores the
-# node shares (each operation waits for both threads to be scheduled: measured on this 2-core
-# machine under load, 1.2 tok/s decode against 15.6 for one thread), prompts fed 16 tokens at a time.
-# `up ... --set serving.parallel=1 --set serving.threads=2 --set serving.batch_size=16`; the demo's
-# careless provider and the serving tests use it. Not in leaky.yaml: a knob that differs between
-# the bundled exemplary and leaky profiles must change a probe's outcome (tests/integration/
-# test_probe_matrix.py), and this one changes a measured value (cost), never a tier.
-POORLY_CHOSEN: dict[str, int] = {"parallel": 1, "threads": 2, "batch_size": 16}
+# miniature): four threads under the node's CPU limit of half a CPU (threads sized for cores the
+# node does not have, the classic container mistake: the CFS quota is spent by four threads at once
+# and throttles them mid-operation, each barrier then waits for a throttled thread). Measured on this
+# 2-core machine, one sweep each, idle and with four busy loops beside it (the quota makes it
+# load-invariant): one thread 40-42 tok/s per user and 19-21 tok/s per node at concurrency 1; four
+# threads 12-15 and 8-10. `up ... --set serving.threads=4`; the demo's careless provider and the
+# serving tests use it. Not in leaky.yaml: a knob that differs between the bundled exemplary and
+# leaky profiles must change a probe's outcome (tests/integration/test_probe_matrix.py), and this one
+# changes a measured value (cost), never a tier.
+POORLY_CHOSEN: dict[str, int] = {"threads": 4}
+CGROUP_PARENT = "opgrade-testbed"
+# far above a plain process's weight (v1 shares 1024 each, v2 weight 100): the quota is the node's own
+CGROUP_V1_SHARES = 262144
+CGROUP_V2_WEIGHT = 10000
+CGROUP_PERIOD_US = 100_000
 BUILD_WAIT_S = float(os.environ.get("OPGRADE_LLM_WAIT_S", "1500"))
 UPSTREAM_OFFSET = 1  # with the flaky proxy, llama-server listens on node loopback :port+1
 
@@ -82,6 +94,98 @@ def server_files(*, wait_s: float | None = None) -> tuple[Path, Path]:
     return server, model
 
 
+def _cgroup_root() -> tuple[str, Path] | None:
+    """("v1", /sys/fs/cgroup/cpu) or ("v2", /sys/fs/cgroup) where a CPU controller can be written, else None."""
+    base = Path(os.environ.get("OPGRADE_CGROUP_ROOT", "/sys/fs/cgroup"))
+    v2 = base / "cgroup.controllers"
+    if v2.is_file() and "cpu" in v2.read_text().split() and os.access(base, os.W_OK):
+        return "v2", base
+    v1 = base / "cpu"
+    if (v1 / "cpu.cfs_quota_us").is_file() and os.access(v1, os.W_OK):
+        return "v1", v1
+    return None
+
+
+def _cgroup_write(path: Path, value: str) -> None:
+    try:
+        path.write_text(value)
+    except OSError as exc:
+        raise TestbedError(f"serving.cpu_quota: cannot write {value!r} to {path}: {exc.strerror}") from exc
+
+
+def cpu_cgroup_create(testbed: str, node: str, quota: float) -> Path:
+    """A CPU cgroup for ``node``'s server capped at ``quota`` CPUs and weighted far above the rest;
+    returns its ``cgroup.procs`` (the server's wrapper writes its own pid there before exec).
+    A machine without a writable CPU controller is a clear error, never an unlimited server."""
+    root = _cgroup_root()
+    if root is None:
+        raise TestbedError(
+            "serving.cpu_quota needs a writable CPU cgroup controller (cgroup v2 with 'cpu' in "
+            "/sys/fs/cgroup/cgroup.controllers, or v1's /sys/fs/cgroup/cpu); run as root, or "
+            "--set serving.cpu_quota=0 to serve on the shared cores (figures then follow the machine's load)"
+        )
+    kind, base = root
+    parent, group = base / CGROUP_PARENT, base / CGROUP_PARENT / f"{testbed}-{node}"
+    if kind == "v2":
+        with contextlib.suppress(OSError):
+            (base / "cgroup.subtree_control").write_text("+cpu")
+        parent.mkdir(exist_ok=True)
+        _cgroup_write(parent / "cgroup.subtree_control", "+cpu")
+        _cgroup_write(parent / "cpu.weight", str(CGROUP_V2_WEIGHT))
+        group.mkdir(exist_ok=True)
+        _cgroup_write(group / "cpu.max", f"{round(quota * CGROUP_PERIOD_US)} {CGROUP_PERIOD_US}")
+        _cgroup_write(group / "cpu.weight", str(CGROUP_V2_WEIGHT))
+    else:
+        parent.mkdir(exist_ok=True)
+        _cgroup_write(parent / "cpu.shares", str(CGROUP_V1_SHARES))
+        group.mkdir(exist_ok=True)
+        _cgroup_write(group / "cpu.cfs_period_us", str(CGROUP_PERIOD_US))
+        _cgroup_write(group / "cpu.cfs_quota_us", str(round(quota * CGROUP_PERIOD_US)))
+        _cgroup_write(group / "cpu.shares", str(CGROUP_V1_SHARES))
+    return group / "cgroup.procs"
+
+
+def cpu_cgroups_of(testbed: str, node: str | None = None) -> list[Path]:
+    """The serving cgroups of testbed ``testbed`` (of its node ``node``) that exist now."""
+    import re
+
+    root = _cgroup_root()
+    parent = root[1] / CGROUP_PARENT if root else None
+    if parent is None or not parent.is_dir():
+        return []
+    pattern = re.compile(re.escape(f"{testbed}-") + (re.escape(node) if node else r"[A-Za-z]*\d+") + "$")
+    return sorted(g for g in parent.iterdir() if g.is_dir() and pattern.match(g.name))
+
+
+def cpu_cgroups_remove(testbed: str, node: str | None = None, *, timeout_s: float = 5) -> list[str]:
+    """Remove the testbed's serving cgroups, or ``node``'s (their processes already stopped); the ones left."""
+    import time
+
+    groups = cpu_cgroups_of(testbed, node)
+    deadline = time.monotonic() + timeout_s
+    left = []
+    for g in groups:
+        while True:
+            try:
+                g.rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    left.append(str(g))
+                    break
+                time.sleep(0.1)  # a process of it is still exiting
+    return left
+
+
+def in_cgroup(procs: Path | None, argv: list[str]) -> list[str]:
+    """``argv`` started inside the cgroup whose ``cgroup.procs`` is ``procs`` (unchanged for None)."""
+    if procs is None:
+        return argv
+    return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(procs), *argv]
+
+
 def server_argv(knobs: dict[str, Any], *, host: str, port: int) -> list[str]:
     s = knobs["serving"]
     server, model = server_files()
@@ -114,6 +218,9 @@ def validate(knobs: dict[str, Any]) -> None:
         raise TestbedError("serving.batch_size must be 8..8192 and serving.ctx_size 256..131072")
     if not 1 <= int(s["port"]) <= 65534:
         raise TestbedError("serving.port must be a TCP port")
+    quota = float(s.get("cpu_quota", 0))
+    if not (quota == 0 or 0.05 <= quota <= 64):
+        raise TestbedError("serving.cpu_quota must be 0 (no limit) or 0.05..64 CPUs")
 
 
 class FlakyProxy:
@@ -185,7 +292,8 @@ class FlakyProxy:
 
 @contextlib.contextmanager
 def local_server(knobs: dict[str, Any] | None = None, *, ready_timeout_s: float = 60) -> Any:
-    """llama-server on a free loopback port for tests and bench/ (yields its base URL); stopped after."""
+    """llama-server on a free loopback port for tests and bench/ (yields its base URL); stopped after.
+    ``serving.cpu_quota`` > 0 runs it in its own CPU cgroup, as on a testbed node (removed after)."""
     import subprocess
     import time
     import urllib.request
@@ -193,9 +301,12 @@ def local_server(knobs: dict[str, Any] | None = None, *, ready_timeout_s: float 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cfg = {"serving": {"parallel": 4, "threads": 1, "batch_size": 512, "ctx_size": 4096, **((knobs or {}).get("serving") or {})}}
+    cfg = {"serving": {"parallel": 4, "threads": 1, "batch_size": 512, "ctx_size": 4096, "cpu_quota": 0,
+                       **((knobs or {}).get("serving") or {})}}
+    quota = float(cfg["serving"]["cpu_quota"])
+    procs = cpu_cgroup_create("local", str(port), quota) if quota > 0 else None
     proc = subprocess.Popen(
-        server_argv(cfg, host="127.0.0.1", port=port), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        in_cgroup(procs, server_argv(cfg, host="127.0.0.1", port=port)), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -220,3 +331,5 @@ def local_server(knobs: dict[str, Any] | None = None, *, ready_timeout_s: float 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+        if procs is not None:
+            cpu_cgroups_remove("local", str(port))

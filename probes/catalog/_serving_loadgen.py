@@ -5,8 +5,12 @@ It drives an OpenAI-compatible ``/v1/completions`` endpoint (llama.cpp's ``llama
 SGLang, TensorRT-LLM's server all speak it) with streamed requests of a fixed shape: a random
 prompt of ``--input-words`` words (a fresh random prefix per request, so no prefix cache helps)
 and exactly ``--output-tokens`` generated tokens (``ignore_eos``), in a closed loop at each
-concurrency of ``--concurrency`` (a sweep). Every point is bounded in requests and in seconds, and
-so is the whole run.
+concurrency of ``--concurrency`` (a sweep), the whole sweep ``--repeats`` times (each a replicate;
+every point names its ``sweep``). With ``--extend-above X`` a sweep whose last point still served
+users faster than X tok/s each goes on at twice the concurrency (up to ``--max-concurrency``;
+such points say ``extension``), so it reaches the target instead of stopping short of it, until
+a step adds no more than 5% throughput (the server is saturated: more streams would only queue). Every point is bounded in requests and in seconds, and so is the
+whole run.
 
 It prints one JSON document: per point, per request, what the client saw (time to the first token,
 time per output token after it, tokens counted from the stream, status, error) and what the server
@@ -112,10 +116,13 @@ def one_request(url: urllib.parse.SplitResult, body: dict, timeout_s: float, hea
 def run_point(args: argparse.Namespace, url, concurrency: int, rng: random.Random, deadline: float) -> dict:
     lock = threading.Lock()
     records: list[dict] = []
-    budget = {"left": args.requests_per_point}
+    # at least one request per stream: a point at concurrency c with fewer than c requests would
+    # measure a lower concurrency than it names
+    count = max(args.requests_per_point, concurrency)
+    budget = {"left": count}
     point_end = min(deadline, time.monotonic() + args.point_seconds)
     bodies = []
-    for _ in range(args.requests_per_point):
+    for _ in range(count):
         bodies.append(
             {
                 "model": args.model,
@@ -164,8 +171,26 @@ def run_point(args: argparse.Namespace, url, concurrency: int, rng: random.Rando
         "concurrency": concurrency,
         "wall_s": round(t1 - t0, 4),
         "requests": done,
-        "unfinished": max(0, args.requests_per_point - budget["left"] - len(done)),
+        "unfinished": max(0, count - budget["left"] - len(done)),
     }
+
+
+def interactivity(point: dict) -> float | None:
+    """1000 / the median TPOT (ms) of the point's successful requests: tok/s per user (None: none)."""
+    tpots = sorted(r["tpot_ms"] for r in point["requests"] if r.get("ok") and r.get("tpot_ms"))
+    if not tpots:
+        return None
+    mid = len(tpots) // 2
+    median = tpots[mid] if len(tpots) % 2 else (tpots[mid - 1] + tpots[mid]) / 2
+    return 1000.0 / median if median > 0 else None
+
+
+def throughput(point: dict) -> float:
+    """Output tokens of the point's successful requests per second of the span they ran in."""
+    reqs = point["requests"]
+    span = max((r["end_s"] for r in reqs), default=0.0) - min((r["start_s"] for r in reqs), default=0.0)
+    tokens = sum(r["output_tokens"] for r in reqs if r.get("ok"))
+    return tokens / span if span > 0 else 0.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,6 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--point-seconds", type=float, default=60.0)
     p.add_argument("--max-seconds", type=float, default=240.0)
     p.add_argument("--request-timeout-s", type=float, default=60.0)
+    p.add_argument("--repeats", type=int, default=1, help="run the whole sweep this many times (replicates)")
+    p.add_argument("--extend-above", type=float, default=0.0,
+                   help="after the sweep's levels, double the concurrency while the last point served users "
+                        "faster than this (tok/s per user): the sweep reaches the target instead of stopping short")
+    p.add_argument("--max-concurrency", type=int, default=0, help="the extension's cap (0: no extension)")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--api-key-env", default="", help="environment variable holding a bearer token")
     p.add_argument("--no-warmup", action="store_true")
@@ -188,8 +218,10 @@ def main(argv: list[str] | None = None) -> int:
         levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
     except (SystemExit, ValueError):
         return 2
-    if not levels or min(levels) < 1 or max(levels) > 256 or args.requests_per_point < 1:
-        print("concurrency must be 1..256 and requests-per-point >= 1", file=sys.stderr)
+    if (not levels or min(levels) < 1 or max(levels) > 256 or args.requests_per_point < 1 or not 1 <= args.repeats <= 20
+            or not 0 <= args.max_concurrency <= 256 or not args.extend_above >= 0):
+        print("concurrency and max-concurrency must be 1..256, requests-per-point >= 1, repeats 1..20 and "
+              "extend-above >= 0", file=sys.stderr)
         return 2
     url = urllib.parse.urlsplit(args.url)
     if url.scheme not in ("http", "https") or not url.hostname:
@@ -217,11 +249,29 @@ def main(argv: list[str] | None = None) -> int:
         if warm["status"] == 0:
             print(json.dumps(out))
             return 3
-    for c in levels:
-        if time.monotonic() >= deadline:
-            out["truncated"] = True
+    for sweep in range(args.repeats):
+        sweep_levels = list(levels)
+        i = 0
+        while i < len(sweep_levels):
+            if time.monotonic() >= deadline:
+                out["truncated"] = True
+                break
+            c = sweep_levels[i]
+            point = {"sweep": sweep, **run_point(args, url, c, rng, deadline)}
+            if i >= len(levels):
+                point["extension"] = True  # not in --concurrency: added to reach --extend-above
+            out["points"].append(point)
+            i += 1
+            if i == len(sweep_levels) and args.extend_above > 0 and c * 2 <= args.max_concurrency:
+                x = interactivity(point)
+                # stop once more streams stopped adding throughput (within 5%): the server is
+                # saturated, which the caller reads from these points; more would only queue
+                before = [q for q in out["points"] if q["sweep"] == sweep and q["concurrency"] < c]
+                flat = bool(before) and throughput(point) <= 1.05 * throughput(before[-1])
+                if x is not None and x > args.extend_above and not flat:
+                    sweep_levels.append(c * 2)
+        if out["truncated"]:
             break
-        out["points"].append(run_point(args, url, c, rng, deadline))
     out["elapsed_s"] = round(time.monotonic() - started, 3)
     print(json.dumps(out, separators=(",", ":")))
     return 0

@@ -11,9 +11,16 @@ the Pareto frontier, and the throughput at the preset's target interactivity (PC
 frontier; out of range is reported as such, never extrapolated). The client's token counts and
 decode rate are checked against what the server itself reports for the same requests.
 
+The preset's ``repeats`` runs the sweep several times in one run: each sweep is a replicate of
+(throughput, goodput) at the target (evidence ``sweeps``; costs/selectors.py reads them), the value
+is their mean.
+
 Outcome: no endpoint declared -> ``declined``; a generator that cannot run or an endpoint that does
 not answer -> ``error``; the target above every measured interactivity -> ``fail`` (the endpoint
-cannot serve a user that fast); below them -> ``error`` (the sweep did not go far enough to tell);
+cannot serve a user that fast); below them, the best measured throughput when the sweep shows the
+server saturated (evidence ``at_target``: ``saturated``), else ``error`` (the sweep did not go far
+enough to tell; a sweep still above the target goes on at doubled concurrency up to the preset's
+``max_concurrency`` until throughput stops rising, so this is rare);
 more failed requests than ``max_error_rate`` -> ``fail``; else the value against the thresholds.
 
 NOT bound to the rubric (cost evidence for issue 16, never a tier): see probes/thresholds/serving.yaml.
@@ -57,6 +64,8 @@ PROBE_ID = "serving_goodput"
 LOADGEN = Path(__file__).resolve().parent / "_serving_loadgen.py"
 DEFINITION = Path(__file__).resolve().parents[1] / "thresholds" / "serving.yaml"
 HOME = Command("printf %s \"$HOME\"")
+# the generator prints every request of every point: ~300 bytes each, past the transport's default
+# 64 KiB once a sweep is extended to 16 streams on three repeats
 MAX_OUTPUT = 1 << 20
 
 
@@ -80,11 +89,15 @@ def prepare(base: str) -> Command:
     return Command("mkdir -p {base} && chmod 700 {base}", base=base)
 
 
-def loadgen(script: str, url: str, model: str, p: Mapping[str, Any]) -> Command:
+def loadgen(script: str, url: str, model: str, p: Mapping[str, Any], target: float) -> Command:
+    """The generator's command line. A sweep that ends still serving users faster than ``target``
+    goes on at twice the concurrency up to the preset's ``max_concurrency`` (default: the sweep's
+    own highest, no extension): on a faster machine or a bigger endpoint the preset's levels stop
+    short of the target, and a target below the measured range is never extrapolated."""
     return Command(
         "python3 {script} --url {url} --model {model} --input-words {iw} --output-tokens {ot} "
         "--concurrency {conc} --requests-per-point {rpp} --point-seconds {ps} --max-seconds {ms} "
-        "--request-timeout-s {rt}",
+        "--request-timeout-s {rt} --repeats {rep} --extend-above {target} --max-concurrency {mc}",
         script=script,
         url=url,
         model=model,
@@ -95,6 +108,9 @@ def loadgen(script: str, url: str, model: str, p: Mapping[str, Any]) -> Command:
         ps=float(p["point_seconds"]),
         ms=float(p["max_seconds"]),
         rt=float(p["request_timeout_s"]),
+        rep=int(p.get("repeats", 1)),
+        target=float(target),
+        mc=int(p.get("max_concurrency") or max(int(c) for c in p["concurrency"])),
     )
 
 
@@ -140,9 +156,14 @@ class ServingGoodput(CatalogProbe):
         if not url.startswith(("http://", "https://")):
             raise Abort(Outcome.ERROR, "settings.serving_url must be an http(s) URL")
         preset = dict(preset_for(ctx.facts))
-        for key in ("input_words", "output_tokens", "requests_per_point", "max_seconds"):
+        for key in ("input_words", "output_tokens", "requests_per_point", "max_seconds", "repeats"):
             if self.setting(ctx, key) is not None:  # a cluster may shrink (never grow past the timeout) the preset
                 preset[key] = self.setting(ctx, key)
+        if self.setting(ctx, "max_concurrency") is not None:  # the sweep's extension: only ever shrunk
+            preset["max_concurrency"] = min(
+                int(self.setting(ctx, "max_concurrency")),
+                int(preset.get("max_concurrency") or max(int(c) for c in preset["concurrency"])),
+            )
         preset["max_seconds"] = min(float(preset["max_seconds"]), self.timeout_s - 90)
         target_x = float(self.setting(ctx, "target_interactivity") or preset["target_interactivity_tok_s_per_user"])
         slo = Slo(ttft_ms=float(preset["slo"]["ttft_ms"]), tpot_ms=float(preset["slo"]["tpot_ms"]))
@@ -161,7 +182,8 @@ class ServingGoodput(CatalogProbe):
 
         node = compute_nodes(ctx)[-1]  # a tenant node; the endpoint is the provider's, wherever it runs
         budget = min(float(preset["max_seconds"]) + float(preset["request_timeout_s"]) + 30, self.timeout_s - 30)
-        ran = run(ctx, node, loadgen(script, url, model, preset), timeout_s=budget, what="load generator")
+        ran = run(ctx, node, loadgen(script, url, model, preset, target_x), timeout_s=budget, what="load generator",
+                  max_output_bytes=MAX_OUTPUT)
         common = {
             "node": node.host,
             "serving_url": url,
@@ -178,6 +200,12 @@ class ServingGoodput(CatalogProbe):
             raise Abort(
                 Outcome.ERROR,
                 f"the serving endpoint {url} did not answer from {node.host}",
+                {**common, **ctx.evidence(ran)},
+            )
+        if ran.truncated:
+            raise Abort(
+                Outcome.ERROR,
+                f"the load generator's output was cut at {MAX_OUTPUT} bytes: fewer requests per point or repeats",
                 {**common, **ctx.evidence(ran)},
             )
         if ran.exit_code != 0 or not isinstance(doc, dict):
@@ -199,7 +227,11 @@ class ServingGoodput(CatalogProbe):
             if rng and target_x > rng[1]:
                 outcome, why = Outcome.FAIL, f"target {target_x:g} tok/s/user is above every measured interactivity ({rng[0]:.1f}-{rng[1]:.1f})"
             else:
-                outcome, why = Outcome.ERROR, f"target {target_x:g} tok/s/user is outside the measured range {rng}: not extrapolated"
+                sat = "; ".join(sorted({str(sw["saturation"]) for sw in result["sweeps"] if sw.get("saturation")}))
+                outcome, why = Outcome.ERROR, (
+                    f"target {target_x:g} tok/s/user is outside the measured range {rng} and the sweep did not "
+                    f"show the server saturated ({sat or 'no measured point'}): not extrapolated"
+                )
             # the contract keeps the unit even without a value: the metric is still tok/s/gpu
             return [replace(self.finding(target, outcome, evidence=evidence, summary=why), unit=self.metric.unit)]
         if err > max_err:

@@ -14,8 +14,19 @@ and the server's own ``usage``/``timings`` for the same request). Output, per po
 
 Then the Pareto frontier of throughput against interactivity, and the throughput (and goodput) at a
 target interactivity by monotone cubic interpolation along the frontier (scipy's
-PchipInterpolator). A target outside the frontier's measured interactivity range is reported as
-out of range with no value: never extrapolated.
+PchipInterpolator). A target above the frontier's measured interactivity is out of range with no
+value: never extrapolated (the endpoint served no user that fast). A target below it has a value
+only when the sweep shows the server saturated: a higher concurrency than the frontier's
+best-throughput point raised throughput by no more than ``SATURATION_GAIN`` (or lowered it). Then
+the best the server can do while serving every user at least as fast as the target is its measured
+plateau (it serves them faster), and the value is the plateau's knee (``saturation_knee``: its
+lowest concurrency within ``SATURATION_GAIN`` of the best throughput), marked ``saturated``;
+otherwise (throughput still rising at the sweep's highest concurrency) it is out of range.
+
+A document may hold several sweeps (the load generator's ``--repeats``; each point names its
+``sweep``): each sweep is analysed on its own and is one replicate of (throughput, goodput) at the
+target (``sweeps``), the value is their mean over the sweeps that measured it, and ``points`` and
+``frontier`` pool the sweeps' requests per concurrency (for the table and the chart).
 
 ``server_check`` compares the client's measurement with the server's own for the same requests:
 output tokens counted from the stream vs ``usage.completion_tokens``, and the decode rate
@@ -47,6 +58,9 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     pos = (len(xs) - 1) * q / 100.0
     lo, hi = math.floor(pos), math.ceil(pos)
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+SATURATION_GAIN = 0.05  # more concurrency adding at most 5% throughput: the server is saturated
 
 
 def _r(x: float | None, nd: int = 3) -> float | None:
@@ -90,6 +104,8 @@ def point_summary(point: Mapping[str, Any], *, slo: Slo, accelerators: float, ex
         "throughput_tok_s_per_gpu": _r(tokens / span / accelerators) if span > 0 and ok else 0.0,
         "error_rate": _r((len(reqs) - len(ok)) / len(reqs), 4) if reqs else None,
         "goodput": _r(min(1.0, good / asked), 4) if reqs else None,
+        "output_tokens": tokens,
+        "span_s": _r(span),
     }
 
 
@@ -163,6 +179,84 @@ def server_check(doc: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def saturation(points: Sequence[Mapping[str, Any]]) -> tuple[bool, str]:
+    """Whether the sweep shows the server saturated: the best-throughput point is not at the sweep's
+    highest concurrency, or the step up to it gained at most ``SATURATION_GAIN``. With the reason."""
+    measured = sorted(
+        (p for p in points if p.get("throughput_tok_s_per_gpu") and p.get("interactivity_tok_s_per_user")),
+        key=lambda p: int(p["concurrency"]),
+    )
+    if len(measured) < 2:
+        return False, "one measured concurrency: saturation cannot be told"
+    best = max(measured, key=lambda p: float(p["throughput_tok_s_per_gpu"]))
+    top = measured[-1]
+    if int(best["concurrency"]) < int(top["concurrency"]):
+        return True, (
+            f"throughput peaked at concurrency {best['concurrency']} ({best['throughput_tok_s_per_gpu']:g}); "
+            f"{top['concurrency']} gave {top['throughput_tok_s_per_gpu']:g}"
+        )
+    prev = measured[-2]
+    gain = float(top["throughput_tok_s_per_gpu"]) / float(prev["throughput_tok_s_per_gpu"]) - 1
+    if gain <= SATURATION_GAIN:
+        return True, f"concurrency {prev['concurrency']} -> {top['concurrency']} added {gain:+.1%} throughput"
+    return False, f"throughput still rising at the highest concurrency ({gain:+.1%} from {prev['concurrency']})"
+
+
+def saturation_knee(points: Sequence[Mapping[str, Any]], target: float) -> Mapping[str, Any]:
+    """The point a saturated server's value is read at: of the points serving users at least as fast
+    as ``target`` whose throughput is within ``SATURATION_GAIN`` of the best, the one at the lowest
+    concurrency. Streams beyond it only queue: they add no throughput, and their queued requests'
+    TTFT would charge the server's goodput for the sweep going past the knee."""
+    measured = [
+        p for p in points
+        if p.get("throughput_tok_s_per_gpu") and p.get("interactivity_tok_s_per_user")
+        and float(p["interactivity_tok_s_per_user"]) >= target
+    ]  # fmt: skip
+    best = max(float(p["throughput_tok_s_per_gpu"]) for p in measured)
+    plateau = [p for p in measured if float(p["throughput_tok_s_per_gpu"]) * (1 + SATURATION_GAIN) >= best]
+    return min(plateau, key=lambda p: int(p["concurrency"]))
+
+
+def value_at_target(points: Sequence[Mapping[str, Any]], target: float) -> dict[str, Any]:
+    """(throughput, goodput) at the target along one sweep's frontier, how it was found, and the range."""
+    frontier = pareto_frontier(points)
+    xs = [f["interactivity_tok_s_per_user"] for f in frontier]
+    out: dict[str, Any] = {"throughput_at_target": None, "goodput": None, "basis": "",
+                           "range_tok_s_per_user": [min(xs), max(xs)] if xs else None}
+    value = at_target(frontier, target)
+    if value is not None:
+        goodput = at_target(frontier, target, key="goodput")
+        out.update(throughput_at_target=value, goodput=None if goodput is None else min(1.0, max(0.0, goodput)),
+                   basis="interpolated")
+    elif xs and target < xs[0]:
+        ok, why = saturation(points)
+        out["saturation"] = why
+        if ok:
+            knee = saturation_knee(points, target)
+            out.update(throughput_at_target=float(knee["throughput_tok_s_per_gpu"]),
+                       goodput=float(knee.get("goodput") or 0.0), basis="saturated",
+                       saturated_at_concurrency=int(knee["concurrency"]))
+    return out
+
+
+def _pooled(points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The sweeps' raw points merged per concurrency, their requests laid end to end in time (so a
+    merged point's span is the sum of its sweeps' spans)."""
+    by_c: dict[int, dict[str, Any]] = {}
+    for p in points:
+        c = int(p["concurrency"])
+        reqs = list(p["requests"])
+        merged = by_c.setdefault(c, {"concurrency": c, "wall_s": 0.0, "requests": [], "_t": 0.0})
+        lo = min((float(r.get("start_s", 0)) for r in reqs), default=0.0)
+        hi = max((float(r.get("end_s", 0)) for r in reqs), default=lo)
+        for r in reqs:
+            merged["requests"].append({**r, "start_s": float(r.get("start_s", 0)) - lo + merged["_t"],
+                                       "end_s": float(r.get("end_s", 0)) - lo + merged["_t"]})
+        merged["_t"] += max(0.0, hi - lo)
+        merged["wall_s"] += float(p["wall_s"])
+    return [{k: v for k, v in m.items() if k != "_t"} for _, m in sorted(by_c.items())]
+
+
 def analyse(doc: Mapping[str, Any], *, slo: Slo, target: float, accelerators: float) -> dict[str, Any]:
     """The evidence of one serving_goodput finding (the contract's keys) from one loadgen document."""
     if not isinstance(doc, Mapping) or not isinstance(doc.get("points"), list):
@@ -170,10 +264,25 @@ def analyse(doc: Mapping[str, Any], *, slo: Slo, target: float, accelerators: fl
     if accelerators <= 0:
         raise ParseError("accelerators must be positive")
     expected = int(doc.get("output_tokens") or 0)
-    points = [point_summary(p, slo=slo, accelerators=accelerators, expected_tokens=expected) for p in doc["points"]]
+    try:
+        by_sweep: dict[int, list[Mapping[str, Any]]] = {}
+        for p in doc["points"]:
+            by_sweep.setdefault(int(p.get("sweep", 0)), []).append(p)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ParseError(f"not a load generator point: {exc}") from exc
+    sweeps = []
+    for k, raw in sorted(by_sweep.items()):
+        summaries = [point_summary(p, slo=slo, accelerators=accelerators, expected_tokens=expected) for p in raw]
+        sweeps.append({"sweep": k, **value_at_target(summaries, target)})
+    try:
+        points = [point_summary(p, slo=slo, accelerators=accelerators, expected_tokens=expected)
+                  for p in _pooled(doc["points"])]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ParseError(f"not a load generator point: {exc}") from exc
     frontier = pareto_frontier(points)
-    value = at_target(frontier, target)
-    goodput = at_target(frontier, target, key="goodput") if value is not None else None
+    measured = [s for s in sweeps if s["throughput_at_target"] is not None and s["goodput"] is not None]
+    value = sum(s["throughput_at_target"] for s in measured) / len(measured) if measured else None
+    goodput = sum(s["goodput"] for s in measured) / len(measured) if measured else None
     total = sum(p["requests"] for p in points)
     failed = sum(round((p["error_rate"] or 0) * p["requests"]) for p in points)
     xs = [f["interactivity_tok_s_per_user"] for f in frontier]
@@ -188,6 +297,10 @@ def analyse(doc: Mapping[str, Any], *, slo: Slo, target: float, accelerators: fl
         "range_tok_s_per_user": [min(xs), max(xs)] if xs else None,
         "throughput_at_target": None if value is None else round(value, 3),
         "goodput": None if goodput is None else round(min(1.0, max(0.0, goodput)), 4),
+        "at_target": sorted({s["basis"] for s in measured}),
+        "sweeps": [
+            {**s, "throughput_at_target": _r(s["throughput_at_target"]), "goodput": _r(s["goodput"], 4)} for s in sweeps
+        ],
         "error_rate": round(failed / total, 4) if total else None,
         "accelerators": accelerators,
         "slo": {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms},

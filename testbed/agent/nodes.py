@@ -198,6 +198,7 @@ class NodeLifecycle(AgentBase):
         runtime.kill_all(recs + [{"pid": p} for p in extra], timeout=3)
         for key in keys:
             self.stop_process(key)
+        serving.cpu_cgroups_remove(self.name, name)  # node1's serving cgroup, if it had one
         runtime.netns_remove(netns=self.lay.netns_node(node["slot"]), veth=self.lay.veth_node(node["slot"]))
         (self.lay.faults / f"{name}.unhealthy").unlink(missing_ok=True)
         self.scontrol(["update", f"nodename={name}", "state=future"], check=False)
@@ -224,9 +225,12 @@ class NodeLifecycle(AgentBase):
         rate = float(knobs["error_rate"])
         host, listen = (address, port) if rate <= 0 else ("127.0.0.1", port + serving.UPSTREAM_OFFSET)
         key = f"{name}-llm"
+        quota = float(knobs.get("cpu_quota", 0))
+        procs = serving.cpu_cgroup_create(self.name, name, quota) if quota > 0 else None
         with self.lock:
             self.state["nodes"][name]["pids"].append(key)
-        self.spawn(key, runtime.wrap_in_node(**wrap, argv=serving.server_argv(self.knobs, host=host, port=listen)))
+        argv = serving.in_cgroup(procs, serving.server_argv(self.knobs, host=host, port=listen))
+        self.spawn(key, runtime.wrap_in_node(**wrap, argv=argv))
         if rate > 0:
 
             def make() -> socket.socket:
@@ -245,7 +249,7 @@ class NodeLifecycle(AgentBase):
                 make_socket=lambda: runtime.in_netns(netns, lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM)),
             )
             threading.Thread(target=proxy.serve, name=f"llm-proxy-{name}", daemon=True).start()
-        self.event("serving_started", node=name, port=port, error_rate=rate)
+        self.event("serving_started", node=name, port=port, error_rate=rate, cpu_quota=quota)
 
     def bmc_listen(self, name: str, netns: str, address: str) -> None:
         port = int(self.knobs["bmc"]["port"])

@@ -15,7 +15,7 @@ import time
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from testbed import configs, runtime
+from testbed import configs, runtime, serving
 from testbed.agent.base import HOST_ONLY
 from testbed.agent.log_service import LogHandler
 from testbed.agent.operator_loops import OperatorLoops
@@ -255,6 +255,7 @@ class Agent(ProviderActions, OperatorLoops):
         for proc in list(self.children.values()):
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=1)
+        serving.cpu_cgroups_remove(self.name)
 
 
 def main(argv: list[str]) -> int:

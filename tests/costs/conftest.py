@@ -30,15 +30,20 @@ def _run(cluster: Any, cycle: Any, probe_id: str, when: dt.datetime, schedule: A
 
 
 def serving(cluster: Any, cycle: Any, throughput: float | None, goodput: float, *,
-            when: dt.datetime = DAY, error_rate: float = 0.0) -> Finding:
-    """One serving_goodput replicate as h16a's contract writes it."""
+            when: dt.datetime = DAY, error_rate: float = 0.0,
+            sweeps: list[tuple[float | None, float | None]] | None = None) -> Finding:
+    """One serving_goodput run as the probe's contract writes it (``sweeps``: its per-sweep
+    (throughput, goodput) at the target, each a replicate; without them the run is one)."""
     run = _run(cluster, cycle, "serving_goodput", when)
+    evidence = {"points": [], "frontier": [], "target_interactivity_tok_s_per_user": 20.0,
+                "in_range": throughput is not None, "goodput": goodput, "error_rate": error_rate,
+                "accelerators": 1}
+    if sweeps is not None:
+        evidence["sweeps"] = [{"sweep": i, "throughput_at_target": t, "goodput": g, "basis": "interpolated" if t else ""}
+                              for i, (t, g) in enumerate(sweeps)]
     return Finding.objects.create(
         run=run, probe_id="serving_goodput", probe_version="1", target="cluster", metric="throughput_at_target",
-        outcome="pass" if throughput is not None else "fail", value=throughput, unit="tok/s/gpu",
-        evidence={"points": [], "frontier": [], "target_interactivity_tok_s_per_user": 20.0,
-                  "in_range": throughput is not None, "goodput": goodput, "error_rate": error_rate,
-                  "accelerators": 1},
+        outcome="pass" if throughput is not None else "fail", value=throughput, unit="tok/s/gpu", evidence=evidence,
     )
 
 

@@ -142,6 +142,20 @@ def test_out_of_range_targets_are_never_extrapolated():
     assert row.known and row.throughput == 80.0 and any("outside the measured range" in n for n in row.notes)
 
 
+def test_each_sweep_of_a_run_is_a_replicate_and_a_sweep_that_missed_the_target_is_not():
+    provider, cluster = provider_with_cluster("alpha")
+    cycle = cycle_of(provider)
+    price(cluster, cycle)
+    samples(cluster, cycle, usable=2, unusable=0)
+    serving(cluster, cycle, 100.0, 0.9, sweeps=[(90.0, 1.0), (110.0, 0.8), (None, None)])
+    [row] = cycle_costs(cycle)
+    assert [(r.sweep, r.throughput, r.in_range) for r in row.replicates] == [(0, 90.0, True), (1, 110.0, True), (2, None, False)]
+    assert row.known and row.estimate.replicates == 2
+    assert row.throughput == pytest.approx(100.0) and row.goodput == pytest.approx(0.9)
+    assert any("1 of 3 serving replicates" in n for n in row.notes)
+    assert row.estimate.low <= row.estimate.point <= row.estimate.high and row.estimate.low < row.estimate.high
+
+
 def test_missing_price_and_missing_serving_are_named():
     provider, cluster = provider_with_cluster("alpha")
     cluster.list_price_per_gpu_hour = None

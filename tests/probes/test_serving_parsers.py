@@ -15,6 +15,7 @@ from probes.parsers.serving import (
     percentile,
     point_summary,
     server_check,
+    value_at_target,
 )
 
 SLO = Slo(ttft_ms=1000, tpot_ms=100)
@@ -150,3 +151,67 @@ def test_analyse_gives_the_contract_keys_and_reports_an_out_of_range_target():
     assert outside["in_range"] is False and outside["throughput_at_target"] is None and outside["goodput"] is None
     with pytest.raises(ParseError):
         analyse({"nothing": 1}, slo=SLO, target=30, accelerators=1)
+
+
+def _pt(c: int, inter: float, thr: float, goodput: float = 1.0) -> dict:
+    return {"concurrency": c, "interactivity_tok_s_per_user": inter, "throughput_tok_s_per_gpu": thr, "goodput": goodput}
+
+
+def test_a_target_below_the_range_takes_the_best_point_only_when_the_server_saturated():
+    # throughput peaked at concurrency 1: more users only slowed each (a CPU that does not batch)
+    peaked = [_pt(1, 40, 18), _pt(2, 14, 15), _pt(4, 8.8, 17.5)]
+    got = value_at_target(peaked, 5)
+    assert got["basis"] == "saturated" and got["throughput_at_target"] == 18 and got["goodput"] == 1.0
+    assert "peaked at concurrency 1" in got["saturation"]
+    # flat within 5% from 2 to 4: saturated; the value is the plateau's knee (2 streams), not the
+    # queued point past it whose late first tokens missed the TTFT objective
+    flat = [_pt(1, 40, 10), _pt(2, 20, 19), _pt(4, 10, 19.5, 0.5)]
+    got = value_at_target(flat, 5)
+    assert got["basis"] == "saturated" and got["throughput_at_target"] == 19 and got["goodput"] == 1.0
+    assert got["saturated_at_concurrency"] == 2
+    # a testbed sweep extended past its 4 slots (figures measured here): 8 streams still gained 6.5%,
+    # 16 only queued; the knee is 8, not the queued 16 with half its tokens late
+    extended = [_pt(1, 20.7, 12.6), _pt(2, 9.2, 11.9), _pt(4, 6.4, 14.2), _pt(8, 6.7, 15.1), _pt(16, 6.4, 14.7, 0.5)]
+    got = value_at_target(extended, 5)
+    assert got["basis"] == "saturated" and got["saturated_at_concurrency"] == 8
+    assert got["throughput_at_target"] == 15.1 and got["goodput"] == 1.0
+    # still rising: more concurrency might give more, so no value (never extrapolated)
+    rising = [_pt(1, 40, 10), _pt(2, 20, 19), _pt(4, 10, 30)]
+    got = value_at_target(rising, 5)
+    assert got["throughput_at_target"] is None and "still rising" in got["saturation"]
+    # one point: cannot tell; above the range: no value whatever the saturation
+    assert value_at_target([_pt(1, 40, 10)], 5)["throughput_at_target"] is None
+    assert value_at_target(peaked, 41)["throughput_at_target"] is None
+    # inside the range: interpolated as before
+    assert value_at_target(flat, 15)["basis"] == "interpolated"
+
+
+@given(st.lists(st.tuples(st.floats(1, 200), st.floats(1, 1000), st.floats(0, 1)), min_size=1, max_size=6,
+                unique_by=lambda t: round(t[0], 3)), st.floats(0.5, 300))
+def test_a_value_at_the_target_is_always_a_measured_throughput_or_between_two(pts, target):
+    points = [_pt(i + 1, x, y, g) for i, (x, y, g) in enumerate(pts)]
+    got = value_at_target(points, target)
+    ys = [y for _, y, _ in pts]
+    if got["throughput_at_target"] is not None:
+        assert min(ys) - 1e-6 <= got["throughput_at_target"] <= max(ys) + 1e-6
+        assert 0 <= got["goodput"] <= 1
+        assert target <= max(x for x, _, _ in pts)  # never a value for a target faster than every point
+
+
+def test_sweeps_are_replicates_and_the_value_is_their_mean():
+    def sweep(k: int, scale: float) -> list[dict]:
+        return [
+            {**point(1, [req(100, 25, start=0, end=1.0 / scale)], wall=1.0 / scale), "sweep": k},
+            {**point(2, [req(300, 60, start=0, end=1.6 / scale), req(300, 60, start=0, end=1.6 / scale)],
+                     wall=1.6 / scale), "sweep": k},
+        ]
+
+    doc = {"output_tokens": 10, "points": sweep(0, 1.0) + sweep(1, 1.2)}
+    out = analyse(doc, slo=SLO, target=30, accelerators=1)
+    values = [s["throughput_at_target"] for s in out["sweeps"]]
+    assert len(values) == 2 and values[1] > values[0]
+    assert out["throughput_at_target"] == pytest.approx(sum(values) / 2, abs=1e-3)
+    # the table pools both sweeps per concurrency: two points, each with both sweeps' requests
+    assert [p["concurrency"] for p in out["points"]] == [1, 2] and [p["requests"] for p in out["points"]] == [2, 4]
+    pooled_c1 = out["points"][0]
+    assert pooled_c1["span_s"] == pytest.approx(1.0 + 1 / 1.2, abs=1e-3)  # the sweeps' spans laid end to end

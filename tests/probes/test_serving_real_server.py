@@ -23,8 +23,11 @@ from probes.catalog.serving_goodput import LOADGEN
 from probes.parsers.serving import Slo, analyse
 from testbed import serving
 from testbed.errors import TestbedError
+from testbed.pytest_helpers import serving_exclusive
 
-pytestmark = pytest.mark.timeout(3000)  # may wait for CI's background build first (OPGRADE_LLM_WAIT_S)
+# testbed: it needs root (the server's CPU cgroup), so it runs in the testbed shard, where it also
+# meets the other LLM servers' tests in one process and waits less for the serving lock
+pytestmark = [pytest.mark.testbed, pytest.mark.timeout(3000)]  # may wait for CI's build (OPGRADE_LLM_WAIT_S)
 
 
 def _metric(text: str, name: str) -> float:
@@ -39,7 +42,13 @@ def llm_server() -> Iterator[str]:
         serving.server_files()
     except TestbedError as exc:
         pytest.fail(f"the real LLM server is not built here: {exc}")
-    with serving.local_server({"serving": {"parallel": 4, "threads": 1}}) as url:
+    # its own weighted one-CPU cgroup, as on a testbed node, and the machine's serving lock: the
+    # suite's other shards load the same two cores (and run LLM servers of their own), and unshielded
+    # the c=1 and c=4 points would be measured under different loads
+    with (
+        serving_exclusive(what="the real-server test"),
+        serving.local_server({"serving": {"parallel": 4, "threads": 1, "cpu_quota": 1.0}}) as url,
+    ):
         yield url
 
 

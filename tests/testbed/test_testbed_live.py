@@ -476,7 +476,7 @@ def test_flaky_drops_node_links_at_random_and_detects_slowly() -> None:
 
 
 def test_down_of_an_unknown_testbed_is_a_harmless_no_op() -> None:
-    assert api.down(prefixed_name("never")) == {"netns": [], "links": [], "processes": [], "files": False}
+    assert api.down(prefixed_name("never")) == {"netns": [], "links": [], "processes": [], "files": False, "cgroups": []}
 
 
 def test_down_after_a_crash_leaves_nothing() -> None:
@@ -486,7 +486,7 @@ def test_down_after_a_crash_leaves_nothing() -> None:
         runtime.kill_all([st["agent"]], timeout=3)  # the agent dies: its daemons live on
         assert any(runtime.proc_alive(p) for p in pids)
         left = api.down(info.name)
-        assert left == {"netns": [], "links": [], "processes": [], "files": False}
+        assert left == {"netns": [], "links": [], "processes": [], "files": False, "cgroups": []}
         assert not any(runtime.proc_alive(p) for p in pids)
         assert not [n for n in runtime.netns_list() if n.startswith(f"{NETNS_PREFIX}{info.name}-")]
         assert not {info.name + "-tenant-a", info.name + "-tenant-b"} & _users()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -101,3 +102,96 @@ def test_failed_requests_are_records_with_their_status_not_a_crash():
     assert done.returncode == 0, done.stderr
     reqs = [r for p in json.loads(done.stdout)["points"] for r in p["requests"]]
     assert len(reqs) == 4 and all(not r["ok"] and r["status"] == 500 and "HTTP 500" in r["error"] for r in reqs)
+
+
+def _toy_batched_server(slots: int, step_s: float):
+    """A streaming /v1/completions toy whose decode step slows with the active streams, by half a
+    step each (a batch of more streams makes more tokens per second in all, each stream's slower);
+    up to ``slots`` share a step, more wait for a slot, like a continuously batched server."""
+    import http.server
+    import threading
+
+    state = {"active": 0, "lock": threading.Lock(), "slots": threading.Semaphore(slots)}
+
+    class Toy(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            with state["slots"]:
+                with state["lock"]:
+                    state["active"] += 1
+                try:
+                    for _ in range(int(body.get("max_tokens", 4))):
+                        time.sleep(step_s * (1 + 0.5 * (state["active"] - 1)))
+                        self.wfile.write(b'data: {"choices":[{"text":"a","finish_reason":null}]}\n\n')
+                        self.wfile.flush()
+                finally:
+                    with state["lock"]:
+                        state["active"] -= 1
+            self.wfile.write(b'data: {"choices":[{"text":"","finish_reason":"length"}]}\n\ndata: [DONE]\n\n')
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Toy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def _sweep(server, *extra: str) -> list[dict]:
+    done = subprocess.run(
+        [sys.executable, str(LOADGEN), "--url", f"http://127.0.0.1:{server.server_port}", "--concurrency", "1,2",
+         "--requests-per-point", "2", "--output-tokens", "6", "--input-words", "4", "--warmup-wait-s", "0",
+         "--no-warmup", "--max-seconds", "60", *extra],
+        capture_output=True, text=True, timeout=90,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["points"]
+
+
+def test_a_sweep_that_stops_short_of_the_target_goes_on_to_reach_it_and_no_further():
+    # per user 25 tok/s alone, 16.7 at 2 streams, 10 at 4 and beyond; in all 25, 33, 40, then 40 (queued)
+    server = _toy_batched_server(slots=4, step_s=0.04)
+    try:
+        plain = _sweep(server)
+        assert [p["concurrency"] for p in plain] == [1, 2]  # no target given: the levels as asked
+        reach = _sweep(server, "--extend-above", "13", "--max-concurrency", "16")
+        levels = [p["concurrency"] for p in reach]
+        # 2 streams still serve users faster than 13 tok/s; 4 (10, slower under load) reach it: it stops there
+        assert levels == [1, 2, 4], levels
+        assert [bool(p.get("extension")) for p in reach] == [False, False, True]
+        capped = _sweep(server, "--extend-above", "1", "--max-concurrency", "4")  # never reached: up to the cap
+        assert [p["concurrency"] for p in capped] == [1, 2, 4]
+        # never reached and no cap in sight: 8 streams queue on 4 slots and add no throughput, so the
+        # sweep (which now shows the server saturated) goes no further
+        saturated = _sweep(server, "--extend-above", "1", "--max-concurrency", "64")
+        assert [p["concurrency"] for p in saturated] == [1, 2, 4, 8], [p["concurrency"] for p in saturated]
+        assert all(len(p["requests"]) >= p["concurrency"] and all(r["ok"] for r in p["requests"]) for p in saturated)
+    finally:
+        server.shutdown()
+    bad = subprocess.run([sys.executable, str(LOADGEN), "--url", "http://127.0.0.1:9", "--max-concurrency", "999"],
+                         capture_output=True, timeout=30)  # fmt: skip
+    assert bad.returncode == 2
+
+
+def test_the_probe_asks_the_generator_to_reach_the_preset_target():
+    from probes.catalog.serving_goodput import loadgen
+
+    preset = preset_for({"scale": "testbed"})
+    argv = loadgen("/h/lg.py", "http://n1:8080", "default", preset, 5.0).render()
+    assert "--extend-above 5.0" in argv and f"--max-concurrency {preset['max_concurrency']}" in argv
+    no_cap = {k: v for k, v in preset.items() if k != "max_concurrency"}
+    assert "--max-concurrency 4" in loadgen("/h/lg.py", "http://n1:8080", "default", no_cap, 5.0).render()
+
+
+def test_a_cluster_setting_names_the_sweeps_extension_cap():
+    preset = dict(preset_for({"scale": "testbed"}))
+    assert preset["max_concurrency"] == 16
+    cls = probe_get("serving_goodput")
+    ctx = ProbeContext(provider="p", cluster="c", login=None, capabilities=set(),
+                       settings={"serving_goodput.max_concurrency": 4})  # fmt: skip
+    assert cls().setting(ctx, "max_concurrency") == 4
