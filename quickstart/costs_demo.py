@@ -29,23 +29,27 @@ from providers.models import Cluster, Cycle
 Say = Callable[[str], None]
 AVAILABILITY_PROBES = ["ssh_reachable", "node_inventory"]
 SOURCE = "demo: illustrative figure (quickstart/costs_demo.py), not a quote"
-# slug -> (base kind, $/GPU-hour, extras): the careful operator is not the cheapest per hour
+# slug -> (base kind, $/GPU-hour, extras): the careful operator is the dearest per hour (2.25 against
+# 2.18 and 2.05), by less than its serving configuration delivers more: on a slower machine of this
+# kind that was ~1.5x, and a 1.22x price gap left the cost intervals 4% apart
 DEMO_PRICES: dict[str, tuple[str, str, dict[str, str]]] = {
-    "aurora": ("list", "2.40", {"support": "0.10"}),
+    "aurora": ("list", "2.20", {"support": "0.05"}),
     "borealis": ("negotiated", "2.00", {"egress": "0.05"}),
-    "cirrus": ("list", "2.20", {"storage": "0.08"}),
+    "cirrus": ("list", "2.10", {"storage": "0.08"}),
 }
 
 
 def demo_capacity_record(*, cycle: Cycle, cluster: Cluster) -> int:
-    """Offered capacity = the most compute nodes one node_inventory run found in the cycle (one
-    accelerator a node on the CPU-only testbed, as serving_goodput counts them; the login node is none);
-    kept when none was found. Per run, not distinct over the cycle: an operator's replacement node
-    adds no capacity, and a re-run that sees later samples must record the same figure."""
+    """Offered capacity = the most compute nodes one on-demand node_inventory run (the catalog's) found
+    in the cycle (one accelerator a node on the CPU-only testbed, as serving_goodput counts them; the
+    login node is none); kept when none was found. Per run, not distinct over the cycle: an operator's
+    replacement node adds no capacity. Not the scheduled availability samples: they measure whether
+    that capacity is usable, and one taken mid-replacement can list the departing node beside its
+    successor, so a re-run that counted them could record another figure for an unchanged cycle."""
     access = ClusterAccess.objects.filter(cluster=cluster).first()
     per_run = (
         Finding.objects.filter(run__cycle=cycle, run__cluster=cluster, probe_id="node_inventory", metric="",
-                               outcome__in=("pass", "warn"))
+                               outcome__in=("pass", "warn"), run__schedule__isnull=True)
         .exclude(target=access.login_host if access is not None else "")
         .values("run_id").order_by().annotate(nodes=Count("target", distinct=True)).values_list("nodes", flat=True)
     )

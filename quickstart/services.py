@@ -282,16 +282,72 @@ def _execute_here(run_id: int) -> None:
         connection.close()
 
 
+def disruptive_next(
+    lanes: Sequence[Sequence[Any]], *, disruptive: set[str], sent: set[int], per_cluster: bool = False
+) -> list[Any]:
+    """The disruptive runs to send now, given each cluster's runs (``probe_id``, ``status``, ``pk``):
+    none while any cluster's non-disruptive run is unfinished; then, per cluster, its next unsent
+    disruptive run once none of its sent ones is still running (one fault at a time per cluster).
+
+    ``per_cluster`` relaxes the first rule to a cluster's own runs (used once the non-disruptive
+    phase ran out of time): a fault still never disturbs a measurement of its own cluster."""
+    if not per_cluster and any(
+        r.probe_id not in disruptive and r.status not in ProbeRun.TERMINAL for lane in lanes for r in lane
+    ):
+        return []
+    now = []
+    for lane in lanes:
+        if any(r.probe_id not in disruptive and r.status not in ProbeRun.TERMINAL for r in lane):
+            continue
+        mine = [r for r in lane if r.probe_id in disruptive]
+        if any(r.pk in sent and r.status not in ProbeRun.TERMINAL for r in mine):
+            continue
+        waiting = [r for r in mine if r.status not in ProbeRun.TERMINAL and r.pk not in sent]
+        if waiting:
+            now.append(waiting[0])
+    return now
+
+
+@dataclass
+class ProbePhases:
+    """The demo's two waits, each up to ``timeout_s``: the non-disruptive phase from ``started``, then
+    the disruptive phase from when it opens, which is when every non-disruptive run has finished or,
+    at the latest, when the first phase's time is up (then each cluster's faults wait only for that
+    cluster's own runs: ``per_cluster``). Pure: the caller passes the clock."""
+
+    started: float
+    timeout_s: float
+    opened: float | None = None
+    per_cluster: bool = False
+
+    def step(self, now: float, *, nondisruptive_done: bool) -> bool:
+        """Advance to ``now``; True when the disruptive phase just opened."""
+        if self.opened is not None:
+            return False
+        if nondisruptive_done or now > self.started + self.timeout_s:
+            self.opened = min(now, self.started + self.timeout_s)
+            self.per_cluster = not nondisruptive_done
+            return True
+        return False
+
+    def expired(self, now: float) -> bool:
+        return self.opened is not None and now > self.opened + self.timeout_s
+
+
 def demo_probes_run(
     *, cycle: Cycle, clusters: Sequence[Cluster], slot: dt.datetime, timeout_s: float,
     in_process: bool = False, concurrency: int = 4, skip: Sequence[str] = (), say: Say = print,
 ) -> list[ProbeRun]:
     """Run the whole catalog on every cluster for ``slot``; return the runs when all are terminal.
 
-    Non-disruptive probes of all clusters are sent at once; a cluster's disruptive (fault-injecting)
-    probes follow one at a time once its other runs have finished, so a fault never disturbs another
-    measurement of the same cluster. Runs already terminal for this slot are reused. On timeout the
-    unfinished runs are left to the workers and the step says so.
+    Non-disruptive probes of all clusters are sent at once; each cluster's disruptive (fault-injecting)
+    probes follow one at a time once the non-disruptive runs of *every* cluster have finished, so a
+    fault never disturbs another measurement, and a timed recovery never shares the machine's cores
+    with the serving probes' LLM servers (the demo's testbeds all run on this one machine; a
+    weighted serving cgroup under load slowed an exemplary node replacement past its deadline).
+    Each phase waits up to ``timeout_s`` (``ProbePhases``): when the non-disruptive runs outlast it,
+    the disruptive ones still run, each cluster's once its own runs are done. Runs already terminal
+    for this slot are reused. On timeout the unfinished runs are left to the workers and the step says so.
     """
     probes = [p for p in probe_list() if not p.id.startswith("test_") and p.id not in skip]
     disruptive = {p.id for p in probes if p.disruptive}
@@ -316,21 +372,22 @@ def demo_probes_run(
             if run.probe_id not in disruptive and run.status not in ProbeRun.TERMINAL:
                 send(run)
     ids = [r.pk for rs in runs.values() for r in rs]
-    deadline = time.monotonic() + timeout_s
+    phases = ProbePhases(started=time.monotonic(), timeout_s=timeout_s)
     last = ""
     try:
         while True:
             current = {r.pk: r for r in probe_services.probe_runs_wait(run_ids=ids)}
-            for cluster in clusters:
-                mine = [current[r.pk] for r in runs[cluster.pk]]
-                if any(r.probe_id not in disruptive and r.status not in ProbeRun.TERMINAL for r in mine):
-                    continue
-                lane = [r for r in mine if r.probe_id in disruptive]
-                if any(r.pk in sent and r.status not in ProbeRun.TERMINAL for r in lane):
-                    continue
-                waiting = [r for r in lane if r.status not in ProbeRun.TERMINAL and r.pk not in sent]
-                if waiting:
-                    send(waiting[0])
+            lanes = [[current[r.pk] for r in runs[c.pk]] for c in clusters]
+            unfinished = [
+                r for lane in lanes for r in lane if r.probe_id not in disruptive and r.status not in ProbeRun.TERMINAL
+            ]
+            if phases.step(time.monotonic(), nondisruptive_done=not unfinished) and phases.per_cluster:
+                left = sorted(f"{r.cluster.name}/{r.probe_id}" for r in unfinished)
+                say(f"  WARNING: {len(left)} non-disruptive run(s) not finished after {timeout_s:.0f} s: "
+                    f"{', '.join(left)}; each cluster's disruptive probes now wait only for its own runs")
+            if phases.opened is not None:
+                for run in disruptive_next(lanes, disruptive=disruptive, sent=sent, per_cluster=phases.per_cluster):
+                    send(run)
             done = sum(r.status in ProbeRun.TERMINAL for r in current.values())
             line = "  " + "  ".join(
                 f"{c.name}: {sum(current[r.pk].status in ProbeRun.TERMINAL for r in runs[c.pk])}/{len(runs[c.pk])}"
@@ -341,9 +398,10 @@ def demo_probes_run(
                 last = line
             if done == len(ids):
                 return list(current.values())
-            if time.monotonic() > deadline:
+            if phases.expired(time.monotonic()):
                 left = sorted(f"{r.cluster.name}/{r.probe_id}" for r in current.values() if r.status not in ProbeRun.TERMINAL)
-                say(f"  WARNING: {len(left)} run(s) not finished after {timeout_s:.0f} s, scoring without them: {', '.join(left)}")
+                say(f"  WARNING: {len(left)} run(s) not finished after {time.monotonic() - phases.started:.0f} s "
+                    f"({timeout_s:.0f} s per phase), scoring without them: {', '.join(left)}")
                 return list(current.values())
             time.sleep(1.0)
     finally:

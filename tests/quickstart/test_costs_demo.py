@@ -36,9 +36,9 @@ def test_prices_and_capacity_are_recorded_with_sources():
     costs_demo.demo_prices_record(cycle=cycle, cluster=aurora)
     costs_demo.demo_prices_record(cycle=cycle, cluster=borealis)
     aurora.refresh_from_db()
-    assert aurora.list_price_per_gpu_hour == Decimal("2.40")
+    assert aurora.list_price_per_gpu_hour == Decimal("2.20")
     p = price_for(cycle=cycle, cluster=aurora)
-    assert p.effective == pytest.approx(2.50)
+    assert p.effective == pytest.approx(2.25)
     assert [(c.name, c.source == costs_demo.SOURCE) for c in p.components if c.amount_per_gpu_hour] == [
         ("list", False), ("support", True)]  # the list price names the cluster's list price as its source
     assert price_for(cycle=cycle, cluster=borealis).effective == pytest.approx(2.05)
@@ -78,4 +78,23 @@ def test_a_replacement_node_adds_no_capacity_and_a_rerun_records_the_same_figure
             Finding.objects.create(run=run, probe_id="node_inventory", probe_version="1", target=node, metric="",
                                    outcome="pass")
     assert costs_demo.demo_capacity_record(cycle=cycle, cluster=aurora) == 2
+    assert costs_demo.demo_capacity_record(cycle=cycle, cluster=aurora) == 2
+
+
+def test_a_scheduled_sample_taken_mid_replacement_does_not_change_the_offered_capacity():
+    """A sample taken while node2 was departing and its successor node3 had joined listed both: the
+    offered capacity is the catalog's on-demand count, so the re-run records the same figure."""
+    from probes.models import ClusterAccess, Finding
+    from tests.costs.conftest import schedule_for
+
+    aurora = _cluster("aurora-compute")
+    cycle = cycle_of(aurora.provider)
+    ClusterAccess.objects.create(cluster=aurora, login_host="login")
+    catalog = _run(aurora, cycle, "node_inventory", dt.datetime(2026, 11, 2, tzinfo=dt.UTC))
+    sampled = _run(aurora, cycle, "node_inventory", dt.datetime(2026, 11, 2, 1, tzinfo=dt.UTC),
+                   schedule=schedule_for(aurora, cycle))
+    for run, nodes in ((catalog, ("login", "node1", "node2")), (sampled, ("login", "node1", "node2", "node3"))):
+        for node in nodes:
+            Finding.objects.create(run=run, probe_id="node_inventory", probe_version="1", target=node, metric="",
+                                   outcome="pass")
     assert costs_demo.demo_capacity_record(cycle=cycle, cluster=aurora) == 2

@@ -36,7 +36,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--prefix", default="", help="testbed name prefix (tests use one)")
         parser.add_argument("--nodes", type=int, default=2, help="compute nodes per testbed")
-        parser.add_argument("--probe-timeout", type=float, default=420, help="seconds to wait for the probe runs")
+        parser.add_argument("--probe-timeout", type=float, default=420, help="seconds to wait for each phase of probe runs (non-disruptive, then disruptive)")
         parser.add_argument("--remeasure", action="store_true", help="probe again now instead of reusing today's runs")
         parser.add_argument("--in-process", action="store_true", help="run probes here even if a worker answers")
         parser.add_argument(
