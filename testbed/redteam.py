@@ -120,6 +120,38 @@ def _listen(c: Ctx, key: str, argv: list[str]) -> None:
     _pidfile(c, key).write_text(str(proc.pid))
 
 
+_READY_PROBE = (
+    "import socket, sys\n"
+    "kind, addr, port = sys.argv[1], sys.argv[2], int(sys.argv[3])\n"
+    "if kind == 'tcp':\n"
+    "    socket.create_connection((addr, port), timeout=1).close()\n"
+    "else:\n"
+    "    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+    "    s.settimeout(1)\n"
+    "    s.connect((addr, port))\n"
+    "    s.send(b'ping')\n"
+    "    s.recv(64)\n"
+)
+
+
+def _wait_ready(c: Ctx, kind: str, addr: str, port: int, *, within_s: float = 15.0) -> None:
+    """Return once the listener answers inside the controller's namespace (bounded), so a probe run
+    never starts before the flaw is live: CI's loaded machine once scanned before a responder bound."""
+    deadline = time.monotonic() + within_s
+    while True:
+        done = subprocess.run(
+            ["nsenter", f"--net=/run/netns/{c.ctl_netns}", "python3", "-c", _READY_PROBE, kind, addr, str(port)],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+        if done.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            raise TestbedError(f"the red-team listener {kind} {addr}:{port} did not answer within {within_s:.0f} s")
+        time.sleep(0.2)
+
+
 def _unlisten(c: Ctx, key: str) -> None:
     pidfile = _pidfile(c, key)
     if pidfile.exists():
@@ -358,6 +390,7 @@ def _apply_bmc(c: Ctx) -> None:
         "bmc623",
         ["socat", f"TCP-LISTEN:623,bind={_bmc_addr(c)},fork,reuseaddr", "SYSTEM:echo BMC-SIM IPMI-over-LAN"],
     )
+    _wait_ready(c, "tcp", _bmc_addr(c), 623)
 
 
 def _revert_bmc(c: Ctx) -> None:
@@ -389,6 +422,7 @@ def _apply_ipmi_udp(c: Ctx) -> None:
         "    s.sendto(b'RMCP-pong', peer)\n"
     )
     _listen(c, "ipmi623", ["python3", "-c", responder, _ipmi_addr(c)])
+    _wait_ready(c, "udp", _ipmi_addr(c), 623)
 
 
 def _revert_ipmi_udp(c: Ctx) -> None:

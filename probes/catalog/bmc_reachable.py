@@ -6,6 +6,12 @@ and 664 (IPMI/RMCP+), sends an RMCP presence ping to UDP 623 (IPMI over LAN prop
 answer counts) and asks ``/redfish/v1/`` over HTTPS/HTTP on a bounded list of addresses:
 the cluster's own hosts plus the conventional BMC host numbers, all inside the node's own /24 and
 nowhere else (probes/parsers/net.py), each try cut at ``connect_timeout_s`` and all in parallel.
+
+A try that times out is tried once more with ``2 * connect_timeout_s + 2`` (a starved node's bash or
+curl can spend the first second starting), and the UDP ping is sent up to three times. Fail closed:
+every address must show a line for every port, the UDP ping and both Redfish schemes; a missing line,
+a UDP try cut before it could finish, or a node without curl (Redfish unasked) is an unchecked path,
+so a scan that finds nothing open is then an error, never a pass.
 """
 
 from __future__ import annotations
@@ -17,20 +23,31 @@ from probes.catalog import register
 from probes.catalog._support import Abort, CatalogProbe, compute_nodes, run
 from probes.catalog.base import FindingDraft, Outcome, ProbeContext, Scope, Target, node_name
 from probes.parsers import ParseError
-from probes.parsers.net import parse_scan, reachable, scan_targets
+from probes.parsers.net import parse_scan, reachable, scan_targets, unchecked_paths
 from probes.transport import Command
 
 BMC_SCAN_SCRIPT = r"""t="$1"; shift; ports="$1"; shift
 for a in "$@"; do
   for p in $ports; do
     ( if timeout "$t" bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$a" "$p" 2>/dev/null; then echo "tcp $a $p open";
-      else rc=$?; if [ "$rc" = 124 ]; then echo "tcp $a $p timeout"; else echo "tcp $a $p closed"; fi; fi ) &
+      else rc=$?; if [ "$rc" != 124 ]; then echo "tcp $a $p closed";
+      elif timeout "$((2 * t + 2))" bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$a" "$p" 2>/dev/null; then echo "tcp $a $p open";
+      else rc=$?; if [ "$rc" = 124 ]; then echo "tcp $a $p timeout"; else echo "tcp $a $p closed"; fi; fi; fi ) &
   done
-  ( if timeout "$((t + 3))" bash -c 'exec 3<>"/dev/udp/$0/623" && printf "\x06\x00\xff\x06\x00\x00\x11\xbe\x80\x00\x00\x00" >&3 && IFS= read -r -t "$1" -N 1 x <&3' "$a" "$((t + 2))" 2>/dev/null; then echo "udp $a 623 open";
-    else echo "udp $a 623 closed"; fi ) &
+  ( if timeout "$((3 * t + 6))" bash -c 'exec 3<>"/dev/udp/$0/623" || exit 1
+        for i in 1 2 3; do
+          printf "\x06\x00\xff\x06\x00\x00\x11\xbe\x80\x00\x00\x00" >&3 2>/dev/null || continue
+          if IFS= read -r -t "$1" -N 1 x <&3 2>/dev/null; then exit 0; fi
+          sleep 0.2
+        done
+        exit 1' "$a" "$((t + 1))" 2>/dev/null; then echo "udp $a 623 open";
+    else rc=$?; if [ "$rc" = 124 ]; then echo "udp $a 623 timeout"; else echo "udp $a 623 closed"; fi; fi ) &
   ( if command -v curl >/dev/null 2>&1; then
       for s in https http; do
-        if curl -sk -m "$t" "$s://$a/redfish/v1/" 2>/dev/null | grep -q '"RedfishVersion"'; then echo "redfish $a $s open"; else echo "redfish $a $s closed"; fi
+        body=$(curl -sk -m "$t" "$s://$a/redfish/v1/" 2>/dev/null); rc=$?
+        if [ "$rc" = 28 ]; then body=$(curl -sk -m "$((2 * t + 2))" "$s://$a/redfish/v1/" 2>/dev/null); rc=$?; fi
+        if printf %s "$body" | grep -q '"RedfishVersion"'; then echo "redfish $a $s open";
+        elif [ "$rc" = 28 ]; then echo "redfish $a $s timeout"; else echo "redfish $a $s closed"; fi
       done
     else echo "redfish $a - nocurl"; fi ) &
 done
@@ -82,7 +99,7 @@ class BmcReachable(CatalogProbe, definition="bmc_reachable"):
             ctx,
             target.endpoint,
             scan_command(timeout_s, str(self.setting(ctx, "ports")), addresses),
-            timeout_s=timeout_s * 3 + 10,
+            timeout_s=timeout_s * 6 + 20,
             what="BMC scan",
         )
         evidence = ctx.evidence(result, scanned=list(addresses))
@@ -92,6 +109,8 @@ class BmcReachable(CatalogProbe, definition="bmc_reachable"):
             raise Abort(Outcome.ERROR, f"could not read the scan: {exc}", evidence) from exc
         open_ = reachable(results)
         evidence["open"] = [f"{r.kind} {r.address} {r.port}" for r in open_]
+        unchecked = unchecked_paths(results, addresses, str(self.setting(ctx, "ports")).split())
+        evidence["unchecked"] = unchecked
         if open_:
             return [
                 self.finding(
@@ -102,6 +121,12 @@ class BmcReachable(CatalogProbe, definition="bmc_reachable"):
                     summary=f"BMC reachable from a tenant node: {', '.join(evidence['open'][:5])}",
                 )
             ]
+        if unchecked:
+            raise Abort(
+                Outcome.ERROR,
+                f"nothing answered, but {len(unchecked)} paths were not checked: {', '.join(unchecked[:5])}",
+                evidence,
+            )
         return [
             self.finding(
                 target,

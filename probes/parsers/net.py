@@ -5,8 +5,8 @@ to IPMI ports (623, 664) and asks ``/redfish/v1/`` over HTTP(S) on each address,
 bounded by ``timeout``. It prints one line per attempt::
 
     tcp 10.200.1.12 623 open|closed|timeout
-    udp 10.200.1.12 623 open|closed          # an RMCP presence ping answered, or not
-    redfish 10.200.1.12 https open|closed
+    udp 10.200.1.12 623 open|closed|timeout  # an RMCP presence ping answered, not, or cut
+    redfish 10.200.1.12 https open|closed|timeout
     redfish 10.200.1.12 - nocurl
 
 Redfish counts only when the answer is a Redfish service root (``"RedfishVersion"``), so an
@@ -50,6 +50,31 @@ def parse_scan(text: str) -> tuple[ConnectResult, ...]:
 
 def reachable(results: Iterable[ConnectResult]) -> tuple[ConnectResult, ...]:
     return tuple(r for r in results if r.state == "open")
+
+
+def unchecked_paths(
+    results: Iterable[ConnectResult], addresses: Iterable[str], ports: Iterable[str]
+) -> list[str]:
+    """Paths the scan could not answer for: a missing line for an address's port, UDP ping or Redfish
+    scheme, a UDP try cut before it finished (``udp ... timeout``) or Redfish unasked (``nocurl``).
+
+    A TCP or Redfish ``timeout`` is an answer (the port is filtered), after the script's longer retry.
+    """
+    seen = {(r.address, r.kind, r.port): r.state for r in results}
+    out = []
+    for address in addresses:
+        if seen.get((address, "redfish", "-")) == "nocurl":
+            out.append(f"redfish {address} (no curl on the node)")
+            wanted = [("tcp", p) for p in ports] + [("udp", "623")]
+        else:
+            wanted = [("tcp", p) for p in ports] + [("udp", "623"), ("redfish", "https"), ("redfish", "http")]
+        for kind, port in wanted:
+            state = seen.get((address, kind, port))
+            if state is None:
+                out.append(f"{kind} {address} {port} (no result)")
+            elif kind == "udp" and state == "timeout":
+                out.append(f"udp {address} 623 (the ping was cut before it finished)")
+    return out
 
 
 def scan_targets(

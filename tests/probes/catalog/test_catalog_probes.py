@@ -375,3 +375,60 @@ def test_scrape_spacing_waits_for_the_next_scrape_and_never_passes_a_series_that
     assert spaced == 3.0 and stamps == [10.0, 13.0]
     stuck, waited, _ = scrape_spacing(lambda: 10.0, timeout_s=1.0)  # never scraped again: no spacing
     assert stuck is None and waited >= 1.0
+
+
+def _bmc_cluster(scan_for):
+    def handler(user, host, cmd):
+        if cmd == "hostname -I":
+            return result("10.200.9.11 \n")
+        addresses = re.findall(r"10\.200\.9\.\d+", cmd.split("bmc-scan", 1)[1])
+        return result(scan_for(addresses))
+
+    return FakeCluster(handler)
+
+
+def _clean_lines(address, udp="closed"):
+    return [
+        f"tcp {address} 623 timeout",
+        f"tcp {address} 664 timeout",
+        f"udp {address} 623 {udp}",
+        f"redfish {address} https timeout",
+        f"redfish {address} http timeout",
+    ]
+
+
+def test_bmc_scan_with_every_path_answered_and_nothing_open_passes():
+    cluster = _bmc_cluster(lambda addrs: "\n".join(line for a in addrs for line in _clean_lines(a)))
+    probe = probe_get("bmc_reachable")()
+    (finding,) = probe.execute(cluster.context(), probe.targets(cluster.context())[0])
+    assert finding.outcome is Outcome.PASS and finding.evidence["unchecked"] == []
+
+
+def test_bmc_scan_with_a_path_it_could_not_check_is_an_error_never_a_pass():
+    """A subshell that printed nothing, or a UDP ping cut before its three tries, is not 'closed'."""
+    probe = probe_get("bmc_reachable")()
+
+    def missing_one(addrs):
+        lines = [line for a in addrs for line in _clean_lines(a)]
+        return "\n".join(line for line in lines if line != f"udp {addrs[-1]} 623 closed")
+
+    def cut_udp(addrs):
+        return "\n".join(line for a in addrs for line in _clean_lines(a, "timeout" if a == addrs[0] else "closed"))
+
+    for scan in (missing_one, cut_udp):
+        cluster = _bmc_cluster(scan)
+        (finding,) = probe.execute(cluster.context(), probe.targets(cluster.context())[0])
+        assert finding.outcome is Outcome.ERROR, scan.__name__
+        assert "not checked" in finding.summary and finding.evidence["unchecked"]
+
+
+def test_bmc_scan_that_finds_an_open_path_fails_even_with_unchecked_paths():
+    def scan(addrs):
+        lines = [line for a in addrs[1:] for line in _clean_lines(a, "timeout")]
+        return "\n".join([*lines, f"udp {addrs[0]} 623 open"])
+
+    cluster = _bmc_cluster(scan)
+    probe = probe_get("bmc_reachable")()
+    (finding,) = probe.execute(cluster.context(), probe.targets(cluster.context())[0])
+    assert finding.outcome is Outcome.FAIL and finding.critical
+    assert finding.evidence["unchecked"]

@@ -198,3 +198,44 @@ def test_scan_targets_never_leave_the_nodes_own_24():
 def test_a_garbled_scan_line_is_refused():
     with pytest.raises(ParseError):
         parse_scan("tcp 10.0.0.1 623 maybe\n")
+
+
+def test_a_scan_that_names_every_path_leaves_nothing_unchecked():
+    from probes.parsers.net import unchecked_paths
+
+    lines = [
+        f"{kind} 10.0.0.{h} {port} {state}"
+        for h in (1, 2)
+        for kind, port, state in [
+            ("tcp", "623", "timeout"),  # filtered: an answer after the script's longer retry
+            ("tcp", "664", "closed"),
+            ("udp", "623", "closed"),
+            ("redfish", "https", "timeout"),
+            ("redfish", "http", "closed"),
+        ]
+    ]
+    results = parse_scan("\n".join(lines))
+    assert unchecked_paths(results, ["10.0.0.1", "10.0.0.2"], ["623", "664"]) == []
+
+
+def test_missing_lines_a_cut_udp_ping_and_no_curl_are_unchecked_paths():
+    from probes.parsers.net import unchecked_paths
+
+    text = "\n".join(
+        [
+            "tcp 10.0.0.1 623 closed",  # 664 missing: the subshell never printed
+            "udp 10.0.0.1 623 timeout",  # cut by the outer timeout before its three pings finished
+            "redfish 10.0.0.1 https closed",
+            "redfish 10.0.0.1 http closed",
+            "tcp 10.0.0.2 623 closed",
+            "tcp 10.0.0.2 664 closed",
+            "udp 10.0.0.2 623 closed",
+            "redfish 10.0.0.2 - nocurl",
+        ]
+    )
+    gaps = unchecked_paths(parse_scan(text), ["10.0.0.1", "10.0.0.2", "10.0.0.3"], ["623", "664"])
+    assert "tcp 10.0.0.1 664 (no result)" in gaps
+    assert "udp 10.0.0.1 623 (the ping was cut before it finished)" in gaps
+    assert "redfish 10.0.0.2 (no curl on the node)" in gaps
+    assert sum(g.startswith(("tcp 10.0.0.3", "udp 10.0.0.3", "redfish 10.0.0.3")) for g in gaps) == 5
+    assert not any(g.startswith("tcp 10.0.0.2") for g in gaps)
