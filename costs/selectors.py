@@ -208,6 +208,8 @@ def serving_replicates(*, cycle: Cycle, cluster: Cluster) -> list[ServingReplica
         ev = f.evidence if isinstance(f.evidence, dict) else {}
         if f.outcome in NOT_A_MEASUREMENT and not (ev.get("in_range") is False and ev.get("frontier")):
             continue  # measured nothing; a sweep that measured points but missed the target is out of range
+        if ev.get("prompt_dependent") is False:
+            continue  # canned or cached completions: tokens, but no inference to price
         common = {
             "finding_id": f.pk, "run_id": f.run_id, "error_rate": _num(ev.get("error_rate")),
             "accelerators": _num(ev.get("accelerators")),

@@ -13,7 +13,8 @@ a step adds no more than 5% throughput (the server is saturated: more streams wo
 whole run.
 
 It prints one JSON document: per point, per request, what the client saw (time to the first token,
-time per output token after it, tokens counted from the stream, status, error) and what the server
+time per output token after it, tokens counted from the stream, status, error, a digest of the
+completion's text) and what the server
 said about the same request (``usage`` and llama.cpp's ``timings`` when present), so the caller can
 check the client's measurement against the server's own. Aggregation is the caller's
 (``probes/parsers/serving.py``): this file stays small and dependency-free.
@@ -25,6 +26,7 @@ arguments, 3 when the endpoint did not answer at all.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import http.client
 import json
 import random
@@ -49,6 +51,7 @@ def one_request(url: urllib.parse.SplitResult, body: dict, timeout_s: float, hea
     start = time.monotonic()
     rec["start"] = start
     first = last = None
+    pieces: list[str] = []
     try:
         conn = conn_cls(url.hostname, url.port or (443 if url.scheme == "https" else 80), timeout=timeout_s)
         path = (url.path.rstrip("/") or "") + "/v1/completions"
@@ -84,6 +87,7 @@ def one_request(url: urllib.parse.SplitResult, body: dict, timeout_s: float, hea
             choices = event.get("choices") or []
             if choices and (choices[0].get("text") is not None) and choices[0].get("finish_reason") is None:
                 now = time.monotonic()
+                pieces.append(str(choices[0]["text"]))
                 rec["output_tokens"] += 1
                 if first is None:
                     first = now
@@ -98,6 +102,9 @@ def one_request(url: urllib.parse.SplitResult, body: dict, timeout_s: float, hea
         conn.close()
         if done and not rec["error"] and first is not None:
             rec["ok"] = True
+            # what was generated, as a short digest (the text stays on the node): the caller checks
+            # that different random prompts got different completions (canned answers are no inference)
+            rec["out_sha"] = hashlib.sha256("".join(pieces).encode()).hexdigest()[:16]
         elif not rec["error"]:
             rec["error"] = "stream ended early" if first is not None else "no token received"
     except (OSError, http.client.HTTPException) as exc:

@@ -21,14 +21,18 @@ cannot serve a user that fast); below them, the best measured throughput when th
 server saturated (evidence ``at_target``: ``saturated``), else ``error`` (the sweep did not go far
 enough to tell; a sweep still above the target goes on at doubled concurrency up to the preset's
 ``max_concurrency`` until throughput stops rising, so this is rare);
-more failed requests than ``max_error_rate`` -> ``fail``; else the value against the thresholds.
+more failed requests than ``max_error_rate`` -> ``fail``; completions that do not depend on the prompt
+(fewer than ``min_distinct_completions`` distinct among the first 16 successful requests, each with its
+own random prompt: a gateway replaying canned or cached answers) -> ``fail`` with no value, and too
+few completions to judge -> ``error``; else the value against the thresholds.
 
 NOT bound to the rubric (cost evidence for issue 16, never a tier): see probes/thresholds/serving.yaml.
 
 Finding contract (read by costs and grades): probe_id ``serving_goodput``, metric
 ``throughput_at_target``, value tok/s per accelerator at the target (None out of range), unit
 ``tok/s/gpu``, evidence keys ``points``, ``frontier``, ``target_interactivity_tok_s_per_user``,
-``in_range``, ``goodput``, ``error_rate``, ``accelerators``, ``server_check``.
+``in_range``, ``goodput``, ``error_rate``, ``accelerators``, ``server_check``, ``completions``,
+``prompt_dependent`` (False: the completions were canned; costs count no replicate from it).
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ from probes.catalog.base import (
     Target,
 )
 from probes.parsers import ParseError
-from probes.parsers.serving import Slo, analyse
+from probes.parsers.serving import Slo, analyse, completions_verdict
 from probes.transport import Command
 
 PROBE_ID = "serving_goodput"
@@ -146,6 +150,22 @@ class ServingGoodput(CatalogProbe):
     defaults = dict(_spec.get("settings") or {})
     bound_to_rubric = False
 
+    def plan(self, ctx: ProbeContext) -> dict[str, Any]:
+        """The preset for the cluster's facts with the cluster's settings applied: the request shape
+        and counts may be set (the run stays within the probe's timeout), the sweep's extension cap
+        only lowered."""
+        preset = dict(preset_for(ctx.facts))
+        for key in ("input_words", "output_tokens", "requests_per_point", "max_seconds", "repeats"):
+            if self.setting(ctx, key) is not None:
+                preset[key] = self.setting(ctx, key)
+        if self.setting(ctx, "max_concurrency") is not None:  # the sweep's extension: only ever shrunk
+            preset["max_concurrency"] = min(
+                int(self.setting(ctx, "max_concurrency")),
+                int(preset.get("max_concurrency") or max(int(c) for c in preset["concurrency"])),
+            )
+        preset["max_seconds"] = min(float(preset["max_seconds"]), self.timeout_s - 90)
+        return preset
+
     def measure(self, ctx: ProbeContext, target: Target) -> Iterable[FindingDraft]:
         url = endpoint_url(ctx, "serving_url")
         if not url:
@@ -155,16 +175,7 @@ class ServingGoodput(CatalogProbe):
             )
         if not url.startswith(("http://", "https://")):
             raise Abort(Outcome.ERROR, "settings.serving_url must be an http(s) URL")
-        preset = dict(preset_for(ctx.facts))
-        for key in ("input_words", "output_tokens", "requests_per_point", "max_seconds", "repeats"):
-            if self.setting(ctx, key) is not None:  # a cluster may shrink (never grow past the timeout) the preset
-                preset[key] = self.setting(ctx, key)
-        if self.setting(ctx, "max_concurrency") is not None:  # the sweep's extension: only ever shrunk
-            preset["max_concurrency"] = min(
-                int(self.setting(ctx, "max_concurrency")),
-                int(preset.get("max_concurrency") or max(int(c) for c in preset["concurrency"])),
-            )
-        preset["max_seconds"] = min(float(preset["max_seconds"]), self.timeout_s - 90)
+        preset = self.plan(ctx)
         target_x = float(self.setting(ctx, "target_interactivity") or preset["target_interactivity_tok_s_per_user"])
         slo = Slo(ttft_ms=float(preset["slo"]["ttft_ms"]), tpot_ms=float(preset["slo"]["tpot_ms"]))
         accelerators, per = accelerators_of(ctx, self.setting(ctx, "serving_accelerators"))
@@ -220,6 +231,12 @@ class ServingGoodput(CatalogProbe):
         total = sum(p["requests"] for p in result["points"])
         if total == 0 or not any(p["throughput_tok_s_per_gpu"] for p in result["points"]):
             raise Abort(Outcome.ERROR, "no request of the sweep completed", evidence)
+        canned = completions_verdict(result["completions"], min_distinct=int(self.setting(ctx, "min_distinct_completions")))
+        evidence["prompt_dependent"] = canned is None
+        if canned is not None:
+            # not a measurement of useful output: costs count no replicate from it (prompt_dependent False)
+            outcome = Outcome.ERROR if result["completions"]["checked"] < 4 else Outcome.FAIL
+            return [replace(self.finding(target, outcome, evidence=evidence, summary=canned), unit=self.metric.unit)]
         rng = result["range_tok_s_per_user"]
         max_err = float(self.setting(ctx, "max_error_rate"))
         err = result["error_rate"] or 0.0

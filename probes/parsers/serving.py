@@ -28,6 +28,9 @@ A document may hold several sweeps (the load generator's ``--repeats``; each poi
 target (``sweeps``), the value is their mean over the sweeps that measured it, and ``points`` and
 ``frontier`` pool the sweeps' requests per concurrency (for the table and the chart).
 
+``completions`` counts the distinct completions of the run's first successful requests (each had
+its own random prompt): ``completions_verdict`` says when they cannot be inference.
+
 ``server_check`` compares the client's measurement with the server's own for the same requests:
 output tokens counted from the stream vs ``usage.completion_tokens``, and the decode rate
 (tokens after the first / time from the first to the last token) vs llama.cpp's
@@ -239,6 +242,42 @@ def value_at_target(points: Sequence[Mapping[str, Any]], target: float) -> dict[
     return out
 
 
+PROMPT_SAMPLE = 16  # the first successful completions of a run judged for prompt dependence
+
+
+def prompt_dependence(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """How many different completions the first ``PROMPT_SAMPLE`` successful requests got (their
+    ``out_sha`` digests, in the order the run made them). Every request has its own random prompt at
+    temperature 0, so a server doing inference answers most of them differently (a 270M model that
+    repeats one prompt word gave 7-12 distinct of 16 here); a gateway replaying canned or cached
+    completions gives one or a few. Requests without a digest are not counted (``checked``)."""
+    shas = [
+        r["out_sha"]
+        for p in doc.get("points") or []
+        if isinstance(p, Mapping)
+        for r in p.get("requests") or []
+        if isinstance(r, Mapping) and r.get("ok") and isinstance(r.get("out_sha"), str)
+    ]
+    sample = shas[:PROMPT_SAMPLE]
+    return {"checked": len(sample), "distinct": len(set(sample)), "sample": PROMPT_SAMPLE}
+
+
+def completions_verdict(completions: Mapping[str, Any], *, min_distinct: int) -> str | None:
+    """Why the run's completions cannot count as inference (None: they can). ``min_distinct`` is of a
+    full sample; a shorter sample (few successful requests) needs proportionally fewer, and fewer than
+    four completions cannot be judged at all (never a pass)."""
+    checked, distinct = int(completions.get("checked") or 0), int(completions.get("distinct") or 0)
+    if checked < 4:
+        return f"only {checked} completion(s) to check whether they depend on the prompt: not judged"
+    need = max(2, math.ceil(min_distinct * checked / int(completions.get("sample") or PROMPT_SAMPLE)))
+    if distinct < need:
+        return (
+            f"the endpoint's completions do not depend on the prompt: {distinct} distinct of {checked} random "
+            f"prompts (at least {need} expected): canned or cached answers, not inference"
+        )
+    return None
+
+
 def _pooled(points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The sweeps' raw points merged per concurrency, their requests laid end to end in time (so a
     merged point's span is the sum of its sweeps' spans)."""
@@ -305,4 +344,5 @@ def analyse(doc: Mapping[str, Any], *, slo: Slo, target: float, accelerators: fl
         "accelerators": accelerators,
         "slo": {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms},
         "server_check": server_check(doc),
+        "completions": prompt_dependence(doc),
     }

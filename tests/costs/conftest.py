@@ -31,7 +31,7 @@ def _run(cluster: Any, cycle: Any, probe_id: str, when: dt.datetime, schedule: A
 
 def serving(cluster: Any, cycle: Any, throughput: float | None, goodput: float, *,
             when: dt.datetime = DAY, error_rate: float = 0.0,
-            sweeps: list[tuple[float | None, float | None]] | None = None) -> Finding:
+            sweeps: list[tuple[float | None, float | None]] | None = None, **evidence_extra: Any) -> Finding:
     """One serving_goodput run as the probe's contract writes it (``sweeps``: its per-sweep
     (throughput, goodput) at the target, each a replicate; without them the run is one)."""
     run = _run(cluster, cycle, "serving_goodput", when)
@@ -41,6 +41,7 @@ def serving(cluster: Any, cycle: Any, throughput: float | None, goodput: float, 
     if sweeps is not None:
         evidence["sweeps"] = [{"sweep": i, "throughput_at_target": t, "goodput": g, "basis": "interpolated" if t else ""}
                               for i, (t, g) in enumerate(sweeps)]
+    evidence.update(evidence_extra)
     return Finding.objects.create(
         run=run, probe_id="serving_goodput", probe_version="1", target="cluster", metric="throughput_at_target",
         outcome="pass" if throughput is not None else "fail", value=throughput, unit="tok/s/gpu", evidence=evidence,

@@ -156,6 +156,21 @@ def test_each_sweep_of_a_run_is_a_replicate_and_a_sweep_that_missed_the_target_i
     assert row.estimate.low <= row.estimate.point <= row.estimate.high and row.estimate.low < row.estimate.high
 
 
+def test_a_run_whose_completions_were_canned_is_no_replicate():
+    """serving_goodput marks a run whose completions did not depend on the prompt (prompt_dependent
+    False, outcome fail, sweeps still in the evidence): its tokens were no inference, so no cost."""
+    provider, cluster = provider_with_cluster("alpha")
+    cycle = cycle_of(provider)
+    price(cluster, cycle)
+    samples(cluster, cycle, usable=2, unusable=0)
+    serving(cluster, cycle, None, 1.0, sweeps=[(500.0, 1.0), (520.0, 1.0), (510.0, 1.0)], prompt_dependent=False)
+    [row] = cycle_costs(cycle)
+    assert not row.replicates and not row.known
+    serving(cluster, cycle, 100.0, 0.9, sweeps=[(90.0, 1.0), (110.0, 0.8)], when=DAY + dt.timedelta(hours=1))
+    [row] = cycle_costs(cycle)
+    assert [r.throughput for r in row.replicates] == [90.0, 110.0] and row.known
+
+
 def test_missing_price_and_missing_serving_are_named():
     provider, cluster = provider_with_cluster("alpha")
     cluster.list_price_per_gpu_hour = None

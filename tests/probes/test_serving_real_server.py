@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import pytest
 
 from probes.catalog.serving_goodput import LOADGEN
-from probes.parsers.serving import Slo, analyse
+from probes.parsers.serving import Slo, analyse, completions_verdict
 from testbed import serving
 from testbed.errors import TestbedError
 from testbed.pytest_helpers import serving_exclusive
@@ -82,6 +82,9 @@ def test_load_generator_tokens_and_decode_rate_agree_with_the_server_within_5_pe
     assert check["token_ratio"] == 1.0, check  # usage.completion_tokens, request by request
     assert abs(check["decode_rate_ratio"] - 1) <= 0.05, check  # client decode rate vs timings.predicted_ms
     assert check["within_5pct"] is True
+    # a real model answers different random prompts differently (a canned gateway would not)
+    assert result["completions"]["checked"] == 8 and result["completions"]["distinct"] >= 2, result["completions"]
+    assert completions_verdict(result["completions"], min_distinct=4) is None
     # the server's own counter saw the same tokens (the prompt-free warm-up is off)
     assert abs(client_tokens / (after - before) - 1) <= 0.05, (client_tokens, after - before)
     # and the client's throughput is what the server's counter gives over the same wall time

@@ -117,6 +117,9 @@ def test_the_well_chosen_configuration_is_measured_with_the_contracts_evidence(m
     assert len(ev["points"]) >= 3 and ev["frontier"] and ev["error_rate"] == 0
     assert all(p["goodput"] is not None and 0 <= p["goodput"] <= 1 for p in ev["points"])
     assert ev["server_check"]["token_ratio"] == 1.0 and ev["server_check"]["within_5pct"], ev["server_check"]
+    # the real model's completions depend on its random prompts: inference, not a replay
+    assert ev["prompt_dependent"] is True and ev["completions"]["checked"] == 16, ev["completions"]
+    print("completions", ev["completions"], measured["poor"].evidence["completions"])
 
 
 def _useful(finding) -> list[tuple[float, float]]:

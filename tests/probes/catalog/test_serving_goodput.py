@@ -59,7 +59,7 @@ def test_the_load_generator_is_standard_library_only_and_says_when_nothing_answe
         for line in LOADGEN.read_text().splitlines()
         if line.startswith(("import ", "from "))
     }
-    assert imports <= {"__future__", "argparse", "http", "json", "random", "sys", "threading", "time", "urllib", "os"}
+    assert imports <= {"__future__", "argparse", "hashlib", "http", "json", "random", "sys", "threading", "time", "urllib", "os"}
     # a closed loopback port: exit 3 (no answer) and a JSON document, within the bound
     done = subprocess.run(
         [sys.executable, str(LOADGEN), "--url", "http://127.0.0.1:9", "--concurrency", "1", "--request-timeout-s", "3", "--warmup-wait-s", "0"],
@@ -104,10 +104,12 @@ def test_failed_requests_are_records_with_their_status_not_a_crash():
     assert len(reqs) == 4 and all(not r["ok"] and r["status"] == 500 and "HTTP 500" in r["error"] for r in reqs)
 
 
-def _toy_batched_server(slots: int, step_s: float):
+def _toy_batched_server(slots: int, step_s: float, *, canned: bool = False):
     """A streaming /v1/completions toy whose decode step slows with the active streams, by half a
     step each (a batch of more streams makes more tokens per second in all, each stream's slower);
-    up to ``slots`` share a step, more wait for a slot, like a continuously batched server."""
+    up to ``slots`` share a step, more wait for a slot, like a continuously batched server. Each
+    token is the prompt's first word (a completion that depends on the prompt), or with ``canned``
+    always the same text (a gateway replaying one answer)."""
     import http.server
     import threading
 
@@ -125,9 +127,11 @@ def _toy_batched_server(slots: int, step_s: float):
                 with state["lock"]:
                     state["active"] += 1
                 try:
+                    text = "a" if canned else str(body.get("prompt", "")).split(" ", 1)[0]
+                    event = json.dumps({"choices": [{"text": text, "finish_reason": None}]}).encode()
                     for _ in range(int(body.get("max_tokens", 4))):
                         time.sleep(step_s * (1 + 0.5 * (state["active"] - 1)))
-                        self.wfile.write(b'data: {"choices":[{"text":"a","finish_reason":null}]}\n\n')
+                        self.wfile.write(b"data: " + event + b"\n\n")
                         self.wfile.flush()
                 finally:
                     with state["lock"]:
@@ -168,6 +172,11 @@ def test_a_sweep_that_stops_short_of_the_target_goes_on_to_reach_it_and_no_furth
         assert [p["concurrency"] for p in capped] == [1, 2, 4]
         # never reached and no cap in sight: 8 streams queue on 4 slots and add no throughput, so the
         # sweep (which now shows the server saturated) goes no further
+    finally:
+        server.shutdown()
+    # slower steps, so a loaded machine's scheduling jitter (CI at load 13) stays well inside the 5% rule
+    server = _toy_batched_server(slots=4, step_s=0.1)
+    try:
         saturated = _sweep(server, "--extend-above", "1", "--max-concurrency", "64")
         assert [p["concurrency"] for p in saturated] == [1, 2, 4, 8], [p["concurrency"] for p in saturated]
         assert all(len(p["requests"]) >= p["concurrency"] and all(r["ok"] for r in p["requests"]) for p in saturated)
@@ -188,10 +197,41 @@ def test_the_probe_asks_the_generator_to_reach_the_preset_target():
     assert "--max-concurrency 4" in loadgen("/h/lg.py", "http://n1:8080", "default", no_cap, 5.0).render()
 
 
-def test_a_cluster_setting_names_the_sweeps_extension_cap():
+def test_a_cluster_setting_can_only_lower_the_sweeps_extension_cap():
     preset = dict(preset_for({"scale": "testbed"}))
     assert preset["max_concurrency"] == 16
-    cls = probe_get("serving_goodput")
-    ctx = ProbeContext(provider="p", cluster="c", login=None, capabilities=set(),
-                       settings={"serving_goodput.max_concurrency": 4})  # fmt: skip
-    assert cls().setting(ctx, "max_concurrency") == 4
+    probe = probe_get("serving_goodput")()
+
+    def plan(**settings):
+        ctx = ProbeContext(provider="p", cluster="c", login=None, capabilities=set(), facts={"scale": "testbed"},
+                           settings={f"serving_goodput.{k}": v for k, v in settings.items()})  # fmt: skip
+        return probe.plan(ctx)
+
+    assert plan()["max_concurrency"] == 16
+    assert plan(max_concurrency=4)["max_concurrency"] == 4
+    assert plan(max_concurrency=64)["max_concurrency"] == 16  # never past the preset's cap
+    assert plan(max_seconds=10_000)["max_seconds"] == probe.timeout_s - 90  # never past the probe's timeout
+
+
+def test_completions_that_do_not_depend_on_the_prompt_are_no_inference():
+    """A gateway replaying one answer streams tokens as fast as any server, so throughput and goodput
+    alone would price it; the run's completions give it away."""
+    from probes.parsers.serving import completions_verdict, prompt_dependence
+
+    def completions(canned: bool) -> dict:
+        server = _toy_batched_server(slots=4, step_s=0.005, canned=canned)
+        try:
+            points = _sweep(server, "--concurrency", "1,2,4", "--requests-per-point", "6")
+        finally:
+            server.shutdown()
+        return prompt_dependence({"points": points})
+
+    real, canned = completions(False), completions(True)
+    assert real["checked"] == canned["checked"] == 16
+    assert real["distinct"] == 16 and completions_verdict(real, min_distinct=4) is None
+    assert canned["distinct"] == 1
+    assert "do not depend on the prompt: 1 distinct of 16" in completions_verdict(canned, min_distinct=4)
+    # a few successful requests cannot be judged, and a short sample needs proportionally fewer
+    assert "not judged" in completions_verdict({"checked": 3, "distinct": 3, "sample": 16}, min_distinct=4)
+    assert completions_verdict({"checked": 8, "distinct": 2, "sample": 16}, min_distinct=4) is None
+    assert completions_verdict({"checked": 8, "distinct": 1, "sample": 16}, min_distinct=4) is not None
