@@ -28,6 +28,8 @@ import stat
 import struct
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -627,6 +629,72 @@ def _apply_kmsg(c: Ctx) -> None:
     os.chmod(_kmsg(c), 0o666)  # noqa: S103 - the flaw under test
 
 
+# -- the metrics proxy (tenant_metric_isolation) ------------------------------------------------
+
+
+def _nginx_conf(c: Ctx) -> Path:
+    return c.root / "nginx" / "nginx.conf"
+
+
+def _nginx_live(c: Ctx, key: str) -> bool:
+    """Whether nginx serves the running config with ``key``'s block (its unauthenticated marker path)."""
+    try:
+        with urllib.request.urlopen(f"http://{c.ctl_addr}:{configs.NGINX_PORT}/opgrade-redteam/{key}", timeout=2) as r:
+            return r.status == 200 and r.read().decode().strip() == key
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def _nginx_reload(c: Ctx, key: str, *, want: bool, within_s: float = 15.0) -> None:
+    pid = int((c.root / "run" / "nginx.pid").read_text().strip())
+    os.kill(pid, signal.SIGHUP)
+    deadline = time.monotonic() + within_s
+    while _nginx_live(c, key) != want:
+        if time.monotonic() > deadline:
+            raise TestbedError(f"nginx did not {'load' if want else 'drop'} the red-team block {key} within {within_s:.0f} s")
+        time.sleep(0.2)
+
+
+def _nginx_route(key: str, location: str, upstream: Callable[[Ctx], str]) -> tuple[Callable[[Ctx], None], Callable[[Ctx], None]]:
+    """A route an operator added to the tenants' metrics proxy, sending ``location`` (exact match) to
+    ``upstream`` for every tenant, with a marker path that shows when nginx runs it."""
+    begin, end = f"        # red-team {key} begin\n", f"        # red-team {key} end\n"
+
+    def apply(c: Ctx) -> None:
+        conf = _nginx_conf(c).read_text()
+        if begin in conf:
+            return
+        block = (
+            f"{begin}"
+            f"        location = /opgrade-redteam/{key} {{ auth_basic off; return 200 \"{key}\\n\"; }}\n"
+            f"        location = {location} {{ proxy_pass http://{upstream(c)}; }}\n"
+            f"{end}"
+        )
+        anchor = "        location /prometheus/ {"
+        _nginx_conf(c).write_text(conf.replace(anchor, block + anchor, 1))
+        _nginx_reload(c, key, want=True)
+
+    def revert(c: Ctx) -> None:
+        conf = _nginx_conf(c).read_text()
+        if begin not in conf:
+            return
+        head, rest = conf.split(begin, 1)
+        _nginx_conf(c).write_text(head + rest.split(end, 1)[1])
+        _nginx_reload(c, key, want=False)
+
+    return apply, revert
+
+
+_QUERY_RANGE = _nginx_route(
+    "query-range",
+    "/prometheus/api/v1/query_range",
+    lambda c: f"127.0.0.1:{configs.prom_port(1)}/api/v1/query_range",
+)
+_PUSH_PAGE = _nginx_route(
+    "push-page", "/pushgateway/metrics", lambda c: f"127.0.0.1:{configs.push_port(1)}/metrics"
+)
+
+
 FILES, NET = "files", "net"
 EXPOSURE, LISTENERS = "tenant_data_exposure", "provider_listeners"
 PRIVILEGE, HOST = "host_privilege_surface", "host"
@@ -745,6 +813,20 @@ MUTATIONS: tuple[Mutation, ...] = (
         _apply_log_acl,
         _revert_log_acl,
         group="log-acl",
+    ),
+    Mutation(
+        "metrics_query_range_to_one_tenant",
+        "tenant_metric_isolation",
+        "a dashboard route on the metrics proxy sends every tenant's query_range to tenant B's Prometheus",
+        *_QUERY_RANGE,
+        lambda c: '"path": "query_range nonce=~.+"',
+    ),
+    Mutation(
+        "pushgateway_page_of_one_tenant",
+        "tenant_metric_isolation",
+        "a debugging route shows tenant B's Pushgateway status page (every pushed group) at every tenant's /pushgateway/metrics",
+        *_PUSH_PAGE,
+        lambda c: '"path": "pushgateway metrics page"',
     ),
     Mutation(
         "prometheus_port_without_auth",

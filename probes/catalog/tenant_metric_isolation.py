@@ -7,11 +7,15 @@ path of the metrics API with its own credentials: the exact selector, matcher tr
 ``=~".+"``, ``__name__`` regex), series and label-value enumeration, ``/federate``, a forged
 ``X-Scope-OrgID``, a duplicated ``query`` parameter and a form-encoded POST. Any answer that
 contains the nonce is a critical fail, kept with the path and the redacted request and response
-(only the lines with the nonce). B's canary is deleted at the end.
+(only the lines with the nonce). Also ``query_range`` and the Pushgateway's own read pages
+(``/metrics``, ``/api/v1/metrics``, which list every group pushed to that Pushgateway). A path that
+gave no answer (a connection error or timeout, status 0) or a server error (5xx) is unchecked: with
+no nonce seen elsewhere the finding is an error, never a pass. B's canary is deleted at the end.
 """
 
 from __future__ import annotations
 
+import time
 import urllib.parse
 from collections.abc import Iterable
 from typing import Any
@@ -33,13 +37,26 @@ from probes.parsers.prometheus import find_nonce, parse_response
 from probes.parsers.redaction import nonce_excerpt
 
 METRIC = "opgrade_canary"
+RETRIES = 2  # more tries of a path that gave no answer
 
 
-def attempts(nonce: str, observer_user: str, victim_user: str) -> list[tuple[str, str, str, dict[str, Any]]]:
-    """(path name, method, API path, request options) for every way A may reach B's series."""
+def attempts(
+    nonce: str, observer_user: str, victim_user: str, *, now: float | None = None
+) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(path name, method, path, request options) for every way A may reach B's series. A path
+    starting with ``push:`` is on the Pushgateway URL (its read pages), the others on the metrics API."""
     q = "/api/v1/query"
+    # the range ends a little in the future: a canary scraped within the last second is inside it
+    # (an end truncated to the second once missed a sample B had just read back)
+    end = int(now if now is not None else time.time()) + 30
     return [
         ("query exact nonce", "GET", q, {"params": {"query": f'{METRIC}{{nonce="{nonce}"}}'}}),
+        (
+            "query_range nonce=~.+",
+            "GET",
+            "/api/v1/query_range",
+            {"params": {"query": '{nonce=~".+"}', "start": end - 630, "end": end, "step": 15}},
+        ),
         ("query tenant!= own", "GET", q, {"params": {"query": f'{METRIC}{{tenant!="{observer_user}"}}'}}),
         ("query nonce=~.+", "GET", q, {"params": {"query": '{nonce=~".+"}'}}),
         ("query __name__ regex", "GET", q, {"params": {"query": '{__name__=~"opgrade_.+"}'}}),
@@ -62,7 +79,17 @@ def attempts(nonce: str, observer_user: str, victim_user: str) -> list[tuple[str
                 "headers": {"Content-Type": "application/x-www-form-urlencoded"},
             },
         ),
+        # the Pushgateway's own read pages list every group pushed to it: a tenant's pushgateway URL
+        # that reaches a shared or another tenant's Pushgateway shows B's canary group there
+        ("pushgateway metrics page", "GET", "push:/metrics", {}),
+        ("pushgateway API metrics", "GET", "push:/api/v1/metrics", {}),
     ]
+
+
+def answered(status: int) -> bool:
+    """A path's answer counts when the server gave one (2xx-4xx: shown, refused, unknown path);
+    no answer or a server error (5xx) leaves the path unchecked."""
+    return 200 <= status < 500
 
 
 def nonce_in(resp: HttpResult, nonce: str) -> bool:
@@ -111,7 +138,7 @@ class TenantMetricIsolation(CatalogProbe, definition="tenant_metric_isolation"):
                     f"positive control failed: {victim} cannot read its own canary series",
                     {"nonce": nonce},
                 )
-            return [self._probe(ctx, target, url, a_auth, observer, victim, nonce)]
+            return [self._probe(ctx, target, url, push, a_auth, observer, victim, nonce)]
         finally:
             http("DELETE", group, auth=b_auth)
 
@@ -120,6 +147,7 @@ class TenantMetricIsolation(CatalogProbe, definition="tenant_metric_isolation"):
         ctx: ProbeContext,
         target: Target,
         url: str,
+        push: str,
         auth: tuple[str, str],
         observer: str,
         victim: str,
@@ -128,7 +156,13 @@ class TenantMetricIsolation(CatalogProbe, definition="tenant_metric_isolation"):
         hits, paths = [], {}
         secrets_ = ctx.secrets()
         for name, method, path, options in attempts(nonce, auth[0], ctx.tenant(victim).credentials.username):
-            resp = http(method, url + path, auth=auth, **options)
+            full = push + path.removeprefix("push:") if path.startswith("push:") else url + path
+            resp = http(method, full, auth=auth, **options)
+            for _ in range(RETRIES):  # a dropped link or a proxy restarting: ask again before giving up on the path
+                if answered(resp.status):
+                    break
+                time.sleep(1.0)
+                resp = http(method, full, auth=auth, **options)
             paths[name] = resp.status
             if nonce_in(resp, nonce):
                 ev = resp.evidence(secrets_=secrets_)
@@ -144,6 +178,15 @@ class TenantMetricIsolation(CatalogProbe, definition="tenant_metric_isolation"):
                 critical=True,
                 evidence={**evidence, "hits": hits[:5]},
                 summary=f"{observer} sees {victim}'s metrics via {', '.join(h['path'] for h in hits)}",
+            )
+        unchecked = sorted(name for name, status in paths.items() if not answered(status))
+        if unchecked:
+            return self.finding(
+                target,
+                Outcome.ERROR,
+                evidence={**evidence, "unchecked": unchecked},
+                summary=f"{observer} saw none of {victim}'s canary, but {len(unchecked)} of {len(paths)} paths gave "
+                f"no answer: {', '.join(unchecked)}",
             )
         return self.finding(
             target,

@@ -68,6 +68,9 @@ def _leftovers(name: str) -> list[str]:
     found += [
         f"acl {p}" for p in (c.victim_home, c.victim_log_dir) if "system.posix_acl_access" in os.listxattr(p)
     ]
+    found += (
+        ["nginx.conf still holds a red-team route"] if "# red-team" in (c.root / "nginx" / "nginx.conf").read_text() else []
+    )
     groups = subprocess.run(
         ["id", "-Gn", c.observer], capture_output=True, text=True, check=False
     ).stdout.split()
@@ -105,7 +108,7 @@ def test_every_mutation_is_caught_by_its_probe_as_expected(red_team, mutation):
 
 def test_the_catch_rate_is_complete_over_at_least_fifteen_mutations(red_team):
     report, _ = red_team
-    assert len(report.catches) >= 29 and report.catch_rate == 1.0, "\n".join(report.lines())
+    assert len(report.catches) >= 31 and report.catch_rate == 1.0, "\n".join(report.lines())
     n = len(report.catches)
     assert report.lines()[-1].startswith(
         f"catch rate {n}/{n} = 1.00; false criticals on the clean testbed: 0"

@@ -152,7 +152,17 @@ def test_metric_isolation_tries_matcher_tricks_enumeration_and_forged_headers():
         "forged X-Scope-OrgID",
         "duplicate query parameter",
         "form POST",
+        "query_range nonce=~.+",
+        "pushgateway metrics page",
+        "pushgateway API metrics",
     } <= set(names)
+
+
+def test_metric_isolation_counts_only_an_answer_as_a_checked_path():
+    from probes.catalog.tenant_metric_isolation import answered
+
+    assert all(answered(s) for s in (200, 204, 400, 401, 403, 404, 405, 422))
+    assert not any(answered(s) for s in (0, 500, 502, 503, 504))
 
 
 def test_host_key_fingerprint_matches_openssh():
