@@ -18,8 +18,9 @@ def test_serving_is_off_by_default_and_flaky_fails_a_share_of_requests():
     # leaky keeps the well-chosen serving configuration (see testbed.serving.POORLY_CHOSEN)
     assert profile_resolve(profile="leaky")["serving"] == good
     poor = profile_resolve(profile="exemplary", overrides={"serving": dict(serving.POORLY_CHOSEN)})["serving"]
-    # the same node (same CPU allocation), more threads than it has CPUs
+    # the same node (same CPU allocation), more threads than it has CPUs, and no batching of streams
     assert poor["cpu_quota"] == good["cpu_quota"] and poor["threads"] > 2 * good["cpu_quota"] * good["threads"]
+    assert poor["parallel"] == 1 < good["parallel"]
 
 
 @pytest.mark.parametrize(
@@ -50,7 +51,7 @@ def test_the_knobs_become_llama_servers_flags(tmp_path, monkeypatch):
     argv = serving.server_argv(knobs, host="10.0.0.11", port=8080)
     flags = dict(zip(argv[1::2], argv[2::2], strict=False))
     assert argv[0] == str(server) and flags["-m"] == str(tmp_path / "model.gguf")
-    assert flags["--parallel"] == "4" and flags["--threads"] == "4" and flags["--batch-size"] == "512"
+    assert flags["--parallel"] == "1" and flags["--threads"] == "4" and flags["--batch-size"] == "512"
     assert flags["--host"] == "10.0.0.11" and flags["--port"] == "8080" and "--metrics" in argv
 
 
