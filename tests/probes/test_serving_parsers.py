@@ -183,7 +183,25 @@ def test_a_target_below_the_range_takes_the_best_point_only_when_the_server_satu
     assert value_at_target([_pt(1, 40, 10)], 5)["throughput_at_target"] is None
     assert value_at_target(peaked, 41)["throughput_at_target"] is None
     # inside the range: interpolated as before
-    assert value_at_target(flat, 15)["basis"] == "interpolated"
+    assert value_at_target(flat, 30)["basis"] == "interpolated"
+    # between 2 streams and the queued 4 the frontier is one of useful throughput: 4 streams deliver
+    # 19.5 tok/s but half of it late (9.75 useful), so at 15 tok/s per user the best the server does
+    # in time is 2 streams' 19, all of it useful (CI once read such a queued point: 12.9 at goodput 0.5)
+    got = value_at_target(flat, 15)
+    assert (got["throughput_at_target"], got["goodput"], got["saturated_at_concurrency"]) == (19, 1.0, 2)
+
+
+@given(st.lists(st.tuples(st.floats(1, 200), st.floats(1, 1000), st.floats(0, 1)), min_size=1, max_size=6,
+                unique_by=lambda t: round(t[0], 3)), st.floats(0.5, 300))
+def test_no_point_serving_users_at_the_target_delivers_more_useful_throughput_than_the_value(pts, target):
+    """The value is the best useful throughput (throughput x goodput) the sweep showed at the target:
+    interpolated between two frontier points, or a saturated point no faster-serving point beats."""
+    points = [_pt(i + 1, x, y, g) for i, (x, y, g) in enumerate(pts)]
+    got = value_at_target(points, target)
+    if got["throughput_at_target"] is not None and got["basis"] == "saturated":
+        useful = got["throughput_at_target"] * got["goodput"]
+        best = max(y * g for x, y, g in pts if x >= target)
+        assert useful * 1.05 >= best - 1e-6
 
 
 @given(st.lists(st.tuples(st.floats(1, 200), st.floats(1, 1000), st.floats(0, 1)), min_size=1, max_size=6,
