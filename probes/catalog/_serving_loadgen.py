@@ -240,7 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     out: dict = {"version": VERSION, "url": args.url, "model": args.model, "input_words": args.input_words,
                  "output_tokens": args.output_tokens, "points": [], "truncated": False}
     if not args.no_warmup:
-        # a server still loading its model answers 503 (or not at all): wait a bounded while
+        # a server still loading its model answers 503 (or not at all), and a gateway in front of it
+        # may answer 500 or 502 meanwhile: wait a bounded while for one request to succeed (a flaky
+        # gateway's one-in-five 500 once ended the wait and the sweep met a model still loading).
+        # A client error (bad URL path, auth) will not pass by waiting: the sweep records it.
         until = time.monotonic() + args.warmup_wait_s
         while True:
             warm = one_request(
@@ -249,7 +252,8 @@ def main(argv: list[str] | None = None) -> int:
                 args.request_timeout_s,
                 {"Content-Type": "application/json"},
             )
-            if warm["status"] not in (0, 503) or time.monotonic() >= until:
+            client_error = 400 <= warm["status"] < 500 and warm["status"] != 429
+            if warm["ok"] or client_error or time.monotonic() >= until:
                 break
             time.sleep(1)
         out["warmup"] = {"ok": warm["ok"], "status": warm["status"], "error": warm["error"]}

@@ -104,6 +104,49 @@ def test_failed_requests_are_records_with_their_status_not_a_crash():
     assert len(reqs) == 4 and all(not r["ok"] and r["status"] == 500 and "HTTP 500" in r["error"] for r in reqs)
 
 
+def test_the_warm_up_waits_through_a_gateways_errors_until_one_request_succeeds():
+    """A flaky gateway answers 500 while the model behind it still loads (503): the sweep must not
+    start until the endpoint has served once, or every request of it fails (CI saw 100% errors)."""
+    import http.server
+    import threading
+
+    state = {"n": 0}
+
+    class Loading(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            state["n"] += 1
+            if state["n"] <= 4:  # the gateway's 500, then the model loading, twice each
+                self.send_response(500 if state["n"] % 2 else 503)
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for _ in range(3):
+                self.wfile.write(b'data: {"choices":[{"text":"x","finish_reason":null}]}\n\n')
+            self.wfile.write(b'data: {"choices":[{"text":"","finish_reason":"length"}]}\n\ndata: [DONE]\n\n')
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Loading)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        done = subprocess.run(
+            [sys.executable, str(LOADGEN), "--url", f"http://127.0.0.1:{server.server_port}", "--concurrency", "1",
+             "--requests-per-point", "2", "--output-tokens", "3", "--warmup-wait-s", "30"],
+            capture_output=True, text=True, timeout=90,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    doc = json.loads(done.stdout)
+    assert doc["warmup"]["ok"] and state["n"] == 5 + 2
+    assert all(r["ok"] for p in doc["points"] for r in p["requests"])
+
+
 def _toy_batched_server(slots: int, step_s: float, *, canned: bool = False):
     """A streaming /v1/completions toy whose decode step slows with the active streams, by half a
     step each (a batch of more streams makes more tokens per second in all, each stream's slower);
