@@ -160,6 +160,8 @@ def test_each_server_ran_in_its_nodes_cpu_cgroup_and_down_removed_it(measured):
 
 def test_flaky_serving_shows_failed_requests_and_does_not_pass(measured):
     flaky = measured["flaky"]
-    assert flaky.evidence["error_rate"] > 0, flaky.summary
+    # a share of the requests, as its gateway fails one in five: not every one (a warm-up that let the
+    # sweep start while the model still loaded once failed them all)
+    assert 0 < flaky.evidence["error_rate"] < 0.6, flaky.summary
     assert str(flaky.outcome) != "pass"
     assert any(p["error_rate"] > 0 for p in flaky.evidence["points"])
