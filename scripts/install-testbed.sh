@@ -10,7 +10,9 @@ set -eu
 PKGS="openssh-server openssh-client slurmctld slurmd slurm-client slurmdbd munge \
 prometheus prometheus-node-exporter prometheus-pushgateway nginx rsyslog \
 mariadb-server mariadb-client iproute2 procps util-linux psmisc bridge-utils \
-socat rsync xz-utils bzip2 zstd"
+socat rsync xz-utils bzip2 zstd curl"
+# curl: bmc_reachable asks Redfish with it from the nodes; a node without it leaves that path
+# unchecked (an error, never a pass), so the clean testbed needs it
 
 . "$(dirname "$0")/lib/apt.sh"
 # shellcheck disable=SC2086
