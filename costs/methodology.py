@@ -6,8 +6,10 @@ output tokens = P * 1e6 / (3600 * T * g * A), where P is the effective price in 
 or a negotiated one where recorded, plus the mandatory extras: storage, egress and support, each with its \
 source), T the output tokens per second per GPU that the serving probe measured at the rubric's target \
 interactivity (interpolated monotonically between measured points; a target outside the measured range is \
-reported as such, never extrapolated), g the goodput (the share of tokens in requests that met the time-to-first-\
-token and time-per-output-token objectives) and A the availability. With g = A = 1 the figure equals \
+reported as such, never extrapolated), g the goodput (the share of the tokens asked for that came in requests which \
+succeeded and met the time-to-first-token and time-per-output-token objectives: a failed, cut or late request \
+is counted and never useful, and the success share is measured over every request of a sweep, not only at the \
+point read at the target) and A the availability. With g = A = 1 the figure equals \
 InferenceX's P / (T * 3600 / 1e6), the raw cost on an ideal day; the report shows that figure beside ours. \
 For a producer that owns its GPUs a second basis replaces P: capex per GPU times the capital recovery factor \
 r(1+r)^n / ((1+r)^n - 1) (1/n at r = 0), divided by the hours a year in service, plus power, space and staff \

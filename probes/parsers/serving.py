@@ -10,7 +10,16 @@ and the server's own ``usage``/``timings`` for the same request). Output, per po
   (tok/s per GPU; per node on a CPU testbed), InferenceX's y axis;
 * error rate = failed requests / requests;
 * goodput = tokens in requests that met both SLOs (TTFT <= ``ttft_ms`` and TPOT <= ``tpot_ms``)
-  / tokens asked for by every request of the point (a failed request asked and got nothing).
+  / tokens asked for by every request of the point (a failed request asked and got nothing);
+* on-time share = the same good tokens / tokens asked for by the point's *successful* requests.
+
+A request is useful only when it succeeded and met both SLOs; a failed, cut or late request is
+counted (``error_rate``, ``failed_requests``, goodput below 1) and never useful. A point holds a few
+requests, and the frontier and the knee pick the best point of a sweep, so a point's own error rate
+would be the luckiest one (a gateway failing 20% of requests leaves many 4-request points without a
+failure, and the chosen point read goodput 1.0): the goodput read at the target is therefore the
+point's on-time share times the success share measured over *every* request of its sweep
+(``success_share``), which no choice of point can flatter.
 
 Then the Pareto frontier of throughput against interactivity (for the table and the chart), and the
 throughput (and goodput) at a target interactivity by monotone cubic interpolation (scipy's
@@ -109,6 +118,8 @@ def point_summary(point: Mapping[str, Any], *, slo: Slo, accelerators: float, ex
         "throughput_tok_s_per_gpu": _r(tokens / span / accelerators) if span > 0 and ok else 0.0,
         "error_rate": _r((len(reqs) - len(ok)) / len(reqs), 4) if reqs else None,
         "goodput": _r(min(1.0, good / asked), 4) if reqs else None,
+        "on_time_share": _r(min(1.0, good / (max(1, expected_tokens) * len(ok))), 4) if ok else None,
+        "ok_requests": len(ok),
         "output_tokens": tokens,
         "span_s": _r(span),
     }
@@ -324,7 +335,14 @@ def analyse(doc: Mapping[str, Any], *, slo: Slo, target: float, accelerators: fl
     sweeps = []
     for k, raw in sorted(by_sweep.items()):
         summaries = [point_summary(p, slo=slo, accelerators=accelerators, expected_tokens=expected) for p in raw]
-        sweeps.append({"sweep": k, **value_at_target(summaries, target)})
+        asked = sum(p["requests"] for p in summaries)
+        succeeded = sum(p["ok_requests"] for p in summaries)
+        success = succeeded / asked if asked else 0.0
+        # the sweep's success share, not the chosen point's: failures are the server's, wherever they fell
+        useful = [{**p, "goodput": None if p["on_time_share"] is None else min(1.0, p["on_time_share"] * success)}
+                  for p in summaries]
+        sweeps.append({"sweep": k, "requests": asked, "failed_requests": asked - succeeded,
+                       "success_share": round(success, 4), **value_at_target(useful, target)})
     try:
         points = [point_summary(p, slo=slo, accelerators=accelerators, expected_tokens=expected)
                   for p in _pooled(doc["points"])]
@@ -335,7 +353,7 @@ def analyse(doc: Mapping[str, Any], *, slo: Slo, target: float, accelerators: fl
     value = sum(s["throughput_at_target"] for s in measured) / len(measured) if measured else None
     goodput = sum(s["goodput"] for s in measured) / len(measured) if measured else None
     total = sum(p["requests"] for p in points)
-    failed = sum(round((p["error_rate"] or 0) * p["requests"]) for p in points)
+    failed = sum(p["requests"] - p["ok_requests"] for p in points)
     xs = [f["interactivity_tok_s_per_user"] for f in frontier]
     return {
         "points": points,
@@ -353,6 +371,8 @@ def analyse(doc: Mapping[str, Any], *, slo: Slo, target: float, accelerators: fl
             {**s, "throughput_at_target": _r(s["throughput_at_target"]), "goodput": _r(s["goodput"], 4)} for s in sweeps
         ],
         "error_rate": round(failed / total, 4) if total else None,
+        "requests": total,
+        "failed_requests": failed,
         "accelerators": accelerators,
         "slo": {"ttft_ms": slo.ttft_ms, "tpot_ms": slo.tpot_ms},
         "server_check": server_check(doc),

@@ -233,3 +233,55 @@ def test_sweeps_are_replicates_and_the_value_is_their_mean():
     assert [p["concurrency"] for p in out["points"]] == [1, 2] and [p["requests"] for p in out["points"]] == [2, 4]
     pooled_c1 = out["points"][0]
     assert pooled_c1["span_s"] == pytest.approx(1.0 + 1 / 1.2, abs=1e-3)  # the sweeps' spans laid end to end
+
+
+def test_failed_requests_are_never_useful_even_when_the_chosen_point_was_lucky():
+    """A gateway failing a share of requests leaves some small points without a failure; the frontier
+    picks the best point, but the goodput read at the target still carries the whole sweep's failures
+    (the outside test: a provider failing 15% of requests read goodput 1.0 and ranked cheapest)."""
+    doc = {
+        "output_tokens": 10,
+        "points": [
+            point(1, [req(100, 20, start=0, end=0.5)] * 4, wall=0.5),  # the lucky point: 4 of 4 succeeded
+            point(2, [req(100, 25, start=0, end=0.5)] * 2 + [req(0, 0, ok=False, start=0, end=0.1)] * 2, wall=0.5),
+            point(4, [req(150, 40, start=0, end=1)] * 3 + [req(0, 0, ok=False, start=0, end=0.1)], wall=1),
+        ],
+    }
+    got = analyse(doc, slo=SLO, target=50, accelerators=1)
+    assert got["failed_requests"] == 3 and got["requests"] == 12
+    assert got["error_rate"] == pytest.approx(0.25)
+    sweep = got["sweeps"][0]
+    assert sweep["success_share"] == pytest.approx(0.75) and sweep["failed_requests"] == 3
+    # the chosen point (concurrency 1, interactivity 50) had no failure; its goodput is not 1.0
+    assert got["goodput"] == pytest.approx(0.75, abs=1e-4)
+    # useful throughput at the target is the successful on-time tokens' rate times the sweep's success share
+    useful = got["throughput_at_target"] * got["goodput"]
+    assert useful == pytest.approx(80 * 0.75, rel=1e-3)
+
+
+def test_a_request_late_on_the_slo_is_counted_but_not_useful():
+    doc = {
+        "output_tokens": 10,
+        "points": [point(1, [req(100, 20, start=0, end=0.5), req(5000, 20, start=0.5, end=1.0)], wall=1.0)],
+    }
+    got = analyse(doc, slo=SLO, target=50, accelerators=1)
+    assert got["error_rate"] == 0 and got["failed_requests"] == 0
+    assert got["goodput"] == pytest.approx(0.5)
+
+
+@given(
+    outcomes=st.lists(st.lists(st.booleans(), min_size=1, max_size=6), min_size=1, max_size=5),
+)
+def test_goodput_never_exceeds_the_sweeps_success_share(outcomes):
+    """Property: whatever point the frontier or the knee picks, goodput <= the share of the sweep's
+    requests that succeeded (a failed request is never useful)."""
+    points = []
+    for i, oks in enumerate(outcomes):
+        reqs = [req(100, 20 + 5 * i, start=0, end=0.5) if ok else req(0, 0, ok=False, start=0, end=0.1) for ok in oks]
+        points.append(point(i + 1, reqs, wall=0.5))
+    got = analyse({"output_tokens": 10, "points": points}, slo=SLO, target=40, accelerators=1)
+    total = sum(len(o) for o in outcomes)
+    share = sum(sum(o) for o in outcomes) / total
+    if got["goodput"] is not None:
+        assert got["goodput"] <= round(share, 4) + 1e-9  # goodput is published to 4 places
+    assert got["failed_requests"] == total - sum(sum(o) for o in outcomes)
