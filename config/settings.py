@@ -116,6 +116,9 @@ AXES_COOLOFF_TIME = timedelta(minutes=env_int("OPGRADE_LOGIN_COOLOFF_MINUTES", 1
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
+# The client address of a failed sign-in is read by the same rule as the API throttle's
+# (OPGRADE_NUM_PROXIES below): REMOTE_ADDR unless proxies are declared, never a header alone.
+AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_ip"
 
 # History pages are read-only (config/history_admin.py): a revert would bypass the workflow
 # services and the change permission, so old values are restored through the change page.
@@ -237,6 +240,10 @@ REST_FRAMEWORK = {
         "user": env_str("OPGRADE_THROTTLE_USER") or "1200/min",
         "token": env_str("OPGRADE_THROTTLE_TOKEN") or "3000/min",
     },
+    # How many reverse proxies in front of the web process append to X-Forwarded-For. 0 (the
+    # default): the client is REMOTE_ADDR and the header is ignored (left unset, DRF would key the
+    # anonymous throttle on whatever X-Forwarded-For a client sends). django-axes reads the same.
+    "NUM_PROXIES": env_int("OPGRADE_NUM_PROXIES", 0, minimum=0),
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "config.api_schema.AutoSchema",
     "DEFAULT_VERSIONING_CLASS": None,

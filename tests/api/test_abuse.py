@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from axes.models import AccessAttempt
 from django.contrib.auth import get_user_model
 from django.test import Client
 from rest_framework.authtoken.models import Token
@@ -38,6 +39,30 @@ def test_anonymous_clients_are_throttled_with_429_and_retry_after(low_rates: Non
     assert response.status_code == 429
     assert int(response["Retry-After"]) > 0
     assert "throttled" in response.json()["detail"].lower()
+
+
+def test_a_new_x_forwarded_for_on_each_request_does_not_escape_the_anonymous_throttle(low_rates: None) -> None:
+    """With no proxies declared (OPGRADE_NUM_PROXIES=0, the default) the client is REMOTE_ADDR:
+    a header the client writes itself is not a new client (issue 24, item 7)."""
+    client = APIClient()
+    statuses = [client.get("/api/public/reports/", HTTP_X_FORWARDED_FOR=f"198.51.100.{i}").status_code
+                for i in range(1, 6)]
+    assert statuses == [200, 200, 200, 429, 429]
+    # Nor does a header that names many hops, or none at all.
+    assert client.get("/api/public/reports/", HTTP_X_FORWARDED_FOR="203.0.113.9, 10.0.0.1").status_code == 429
+    assert client.get("/api/public/reports/").status_code == 429
+    # Another address (REMOTE_ADDR) is another client.
+    assert APIClient(REMOTE_ADDR="192.0.2.44").get("/api/public/reports/").status_code == 200
+
+
+def test_behind_one_declared_proxy_the_client_is_the_address_that_proxy_saw(low_rates: None, settings: Any) -> None:
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    proxy = APIClient(REMOTE_ADDR="10.0.0.2")
+    # The proxy appends the address it saw; what the client wrote to the left is not believed.
+    spoofed = [proxy.get("/api/public/reports/", HTTP_X_FORWARDED_FOR=f"198.51.100.{i}, 203.0.113.7").status_code
+               for i in range(1, 5)]
+    assert spoofed == [200, 200, 200, 429]
+    assert proxy.get("/api/public/reports/", HTTP_X_FORWARDED_FOR="203.0.113.8").status_code == 200
 
 
 def test_signed_in_users_are_throttled_at_the_user_rate(low_rates: None, staff: Any) -> None:
@@ -96,6 +121,38 @@ def test_a_lockout_is_per_username_and_address(settings: Any, staff: Any) -> Non
     assert _login(Client(), "/admin/login/", "bystander", PASSWORD).status_code == 302
     elsewhere = Client(REMOTE_ADDR="10.9.8.7")
     assert _login(elsewhere, "/admin/login/", "staffer", PASSWORD).status_code == 302
+
+
+def test_a_new_x_forwarded_for_on_each_attempt_does_not_escape_the_lockout(settings: Any, staff: Any) -> None:
+    """django-axes counts per (username, address) with the throttle's reading of the address:
+    REMOTE_ADDR while no proxies are declared, whatever X-Forwarded-For says (issue 24, item 7)."""
+    settings.AXES_FAILURE_LIMIT = 3
+    client = Client()
+    codes = [client.post("/admin/login/", {"username": "staffer", "password": "wrong password"},
+                         HTTP_X_FORWARDED_FOR=f"198.51.100.{i}", HTTP_X_REAL_IP=f"198.51.100.{i}").status_code
+             for i in range(1, 6)]
+    assert codes == [200, 200, 429, 429, 429]
+    right = client.post("/admin/login/", {"username": "staffer", "password": PASSWORD},
+                        HTTP_X_FORWARDED_FOR="203.0.113.50")
+    assert right.status_code == 429
+    assert "_auth_user_id" not in client.session
+    assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {"127.0.0.1"}
+
+
+def test_behind_one_declared_proxy_the_lockout_counts_the_address_that_proxy_saw(settings: Any, staff: Any) -> None:
+    settings.AXES_FAILURE_LIMIT = 2
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    proxy = Client(REMOTE_ADDR="10.0.0.2")
+    for i in range(3):
+        proxy.post("/admin/login/", {"username": "staffer", "password": "wrong password"},
+                   HTTP_X_FORWARDED_FOR=f"198.51.100.{i}, 203.0.113.7")
+    assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {"203.0.113.7"}
+    locked = proxy.post("/admin/login/", {"username": "staffer", "password": PASSWORD},
+                        HTTP_X_FORWARDED_FOR="198.51.100.99, 203.0.113.7")
+    assert locked.status_code == 429
+    other = proxy.post("/admin/login/", {"username": "staffer", "password": PASSWORD},
+                       HTTP_X_FORWARDED_FOR="203.0.113.8")
+    assert other.status_code == 302
 
 
 def test_a_good_login_below_the_limit_resets_the_count(settings: Any, staff: Any) -> None:

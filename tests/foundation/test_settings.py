@@ -68,6 +68,22 @@ def test_settings_load_with_no_environment_at_all():
     assert result.returncode == 0, result.stderr
 
 
+@pytest.mark.parametrize("value", ["-1", "one", "1.5"])
+def test_a_bad_proxy_count_stops_the_settings_naming_the_variable(value: str):
+    result = _settings_import({"OPGRADE_NUM_PROXIES": value})
+    assert result.returncode != 0
+    assert "OPGRADE_NUM_PROXIES must be" in result.stderr
+
+
+def test_the_proxy_count_defaults_to_none_trusted_and_reads_the_environment():
+    code = "import config.settings as s; print(s.REST_FRAMEWORK['NUM_PROXIES'])"
+    base = {k: v for k, v in os.environ.items() if k in {"PATH", "HOME", "LANG"}}
+    for env, expected in (({}, "0"), ({"OPGRADE_NUM_PROXIES": "2"}, "2")):
+        result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**base, **env}, capture_output=True,
+                                text=True, timeout=60, check=False)
+        assert result.stdout.strip() == expected, result.stderr
+
+
 def test_production_refuses_to_start_without_a_secret_key():
     result = _settings_import({"OPGRADE_DEBUG": "0"})
     assert result.returncode != 0
