@@ -17,6 +17,10 @@ peer's blind review through its history.
   refused with 403. Restoring old values is an edit like any other: through the change
   page, which applies the workflow rules (services, blind review, four eyes) and the
   change permission. `SIMPLE_HISTORY_REVERT_DISABLED` hides the button everywhere.
+- a version's page shows what can be read off a stored version: the change page's fields,
+  less those that exist only on an editing form (a reviewer's `citations_text` box, which
+  no model, admin or version has as an attribute, made the page answer 500). An admin
+  says what to show instead with `history_field_substitutes`.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.admin import helpers
-from django.contrib.admin.utils import flatten_fieldsets, unquote
+from django.contrib.admin.utils import flatten_fieldsets, label_for_field, unquote
 from django.core.exceptions import PermissionDenied
 from django.forms import modelform_factory
 from django.http import Http404, HttpRequest, HttpResponse
@@ -35,6 +39,33 @@ from simple_history.admin import SimpleHistoryAdmin
 
 class GuardedHistoryAdmin(SimpleHistoryAdmin):
     """SimpleHistoryAdmin whose history pages apply the change page's queryset and permissions."""
+
+    # Form-only field of the change page -> read-only field that shows the same thing on a version.
+    history_field_substitutes: dict[str, str] = {}
+
+    def history_fieldsets(self, request: HttpRequest, obj: Any) -> list[tuple[Any, dict[str, Any]]]:
+        """The change page's fieldsets for this user, every entry one a version can be read with."""
+        fieldsets = []
+        for name, options in self.get_fieldsets(request, obj):
+            fields = []
+            for field in options.get("fields", ()):
+                if isinstance(field, (list, tuple)):  # a row of fields side by side
+                    row = [f for f in (self._history_field(f) for f in field) if f]
+                    if row:
+                        fields.append(tuple(row))
+                elif resolved := self._history_field(field):
+                    fields.append(resolved)
+            fieldsets.append((name, {**options, "fields": fields}))
+        return fieldsets
+
+    def _history_field(self, name: str) -> str | None:
+        """`name`, its substitute, or None where it exists only on an editing form."""
+        name = self.history_field_substitutes.get(name, name)
+        try:
+            label_for_field(name, self.model, model_admin=self)
+        except AttributeError:
+            return None
+        return name
 
     def history_visible_object(self, request: HttpRequest, object_id: str) -> Any:
         """The live object, if this user may open it in the change page; else 404/403."""
@@ -62,7 +93,7 @@ class GuardedHistoryAdmin(SimpleHistoryAdmin):
             raise Http404("No such version of this object.")
         version = record.instance
         version._state.adding = False
-        fieldsets = self.get_fieldsets(request, current)
+        fieldsets = self.history_fieldsets(request, current)
         form = modelform_factory(self.model, fields=[])(instance=version)
         admin_form = helpers.AdminForm(
             form, fieldsets, {}, readonly_fields=flatten_fieldsets(fieldsets), model_admin=self

@@ -21,7 +21,7 @@ from config.admin_readonly import ReadOnlyAdminMixin
 from config.history_admin import GuardedHistoryAdmin
 from providers.models import Cycle
 from ratings.models import ScoreOverride
-from reviews import selectors, services
+from reviews import selectors, services, token_admin  # noqa: F401  (token_admin registers API tokens' admin)
 from reviews.models import (
     AuditEvent,
     ConflictOfInterest,
@@ -167,6 +167,7 @@ class ReviewAssignmentAdmin(GuardedHistoryAdmin):
     search_fields = ["provider__name", "criterion__key", "criterion__title"]
     list_select_related = ["cycle", "provider", "criterion", "reviewer"]
     change_form_template = "admin/reviews/reviewassignment/change_form.html"
+    history_field_substitutes = {"citations_text": "citations_list"}  # the submit form's box, shown as a list
     _read_fields = ["cycle", "provider", "criterion", "criterion_description", "slot", "status"]
 
     @admin.display(description="criterion", ordering="criterion__title")

@@ -121,3 +121,15 @@ def test_a_version_of_another_object_or_a_malformed_version_id_is_not_found(worl
     assert client.get(f"{base}{other_version}/").status_code == 404
     assert client.get(f"{base}x1/").status_code == 404
     assert client.get(f"{base}{2**70}/").status_code == 404
+
+
+def test_a_reviewer_reads_a_version_of_their_own_open_review(world: World):
+    """The version page of a review the reviewer has still to submit (whose change page shows the
+    submit form's `citations_text`) answered 500 with AttributeError (issue 24, item 6)."""
+    own_open = world.objects["a_assignment"]  # rev1's own, not submitted yet
+    assert not own_open.is_submitted
+    page = _client(world, "reviewer").get(_version_url(own_open))
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert "read-only" in body and 'name="_save"' not in body and "<textarea" not in body
+    assert "A-OWN review notes" not in body and "rev2" not in body
