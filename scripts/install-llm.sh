@@ -37,8 +37,8 @@ flock 9
 if [ ! -x "$DEST/bin/llama-server" ]; then
     # The compiler and build tools (a fresh machine of this kind may lack them).
     if ! command -v cmake >/dev/null || ! command -v ninja >/dev/null || ! command -v g++ >/dev/null; then
-        log "installing cmake, ninja-build and g++ (apt)"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends cmake ninja-build g++ >/dev/null
+        . "$ROOT/scripts/lib/apt.sh"
+        apt_install_missing install-llm.sh cmake ninja-build g++ >&2
     fi
     WORK=$(mktemp -d "$CACHE/.build-XXXXXX")
     trap 'rm -rf "$WORK"' EXIT

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Install the system packages the testbed (testbed/, `python -m testbed`) needs.
 #
-# Idempotent: packages already present are skipped by apt, and apt-get update only
-# runs when something is missing. Works on a fresh Debian 12 machine as root.
+# Idempotent: packages already present are skipped, and apt-get update only runs when something
+# is missing (scripts/lib/apt.sh). Works on a fresh Debian 12 machine as root; what it cannot do
+# (not root, no apt-get, MariaDB not starting) is an error naming it.
 # The package daemons are installed but NOT left running: the testbed starts its own
 # copies inside network namespaces, with its own config files and ports.
 set -eu
@@ -19,7 +20,7 @@ socat rsync xz-utils bzip2 zstd curl"
 apt_install_missing install-testbed.sh $PKGS
 
 # sshd refuses to start without its privilege-separation directory.
-mkdir -p /run/sshd
+[ -d /run/sshd ] || mkdir -p /run/sshd || { echo "install-testbed.sh: cannot create /run/sshd (root needed)" >&2; exit 1; }
 
 # Slurm accounting (profile knob slurm.accounting): each testbed's slurmdbd keeps its own
 # database on the machine's MariaDB, reached through its unix socket. Start it if it is down.
@@ -29,7 +30,7 @@ if [ ! -S /run/mysqld/mysqld.sock ]; then
     i=0
     while [ ! -S /run/mysqld/mysqld.sock ] && [ "$i" -lt 30 ]; do sleep 1; i=$((i + 1)); done
     if [ ! -S /run/mysqld/mysqld.sock ]; then
-        echo "install-testbed.sh: MariaDB did not start (see /var/log/mysql)" >&2
+        echo "install-testbed.sh: MariaDB did not start (root needed; see /var/log/mysql)" >&2
         exit 1
     fi
 fi

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Create .venv with a Python >= 3.12 (Django 6.1 needs it) and install the pinned packages.
-# Idempotent: reinstalls only when a requirements file changed since the last install.
+# Create .venv with a Python >= 3.12 (Django 6.1 needs it), install the pinned packages, and
+# fetch the clustermax wheels the clustermax_audit probe uploads (scripts/fetch-cmax-wheels.sh).
+# Needs no root. Idempotent and quick when done: reinstalls only when a requirements file changed
+# since the last install, and fetches the wheels only once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,3 +35,4 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 mkdir -p var
+PYTHON=.venv/bin/python ./scripts/fetch-cmax-wheels.sh
