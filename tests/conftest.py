@@ -1,4 +1,5 @@
-"""Project-wide pytest setup: Hypothesis profiles and shared factories' fixtures."""
+"""Project-wide pytest setup: Hypothesis profiles, shared fixtures, and no silent skips (a test that
+cannot run here fails naming what is missing; tests/no_silent_skips.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.no_silent_skips import pytest_runtest_makereport  # noqa: F401 (the hook, by its name)
 
 # "ci" runs every property test with at least 200 examples, as the scoring issue requires.
 settings.register_profile(

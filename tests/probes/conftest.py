@@ -14,7 +14,7 @@ from tests.sshd import Sshd, keygen, sshd_available, start_sshd
 def user_key(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A generated ed25519 user key pair (private at the path, public at .pub)."""
     if not sshd_available():
-        pytest.skip("OpenSSH server not installed (scripts/install-bench.sh installs it)")
+        pytest.fail("the OpenSSH server (sshd) is missing: run scripts/install-testbed.sh as root (`make test` does)")
     return keygen(tmp_path_factory.mktemp("userkey") / "id_ed25519", comment="opgrade-tenant")
 
 

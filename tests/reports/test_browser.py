@@ -31,9 +31,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 @pytest.fixture
 def chromium():
     if not CHROMIUM.exists():
-        if os.environ.get("CI"):
-            pytest.fail("/usr/bin/chromium is missing: run scripts/install-browser.sh")
-        pytest.skip("/usr/bin/chromium is missing: run scripts/install-browser.sh")
+        pytest.fail("/usr/bin/chromium is missing: run scripts/install-browser.sh as root (`make test` does)")
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="opgrade-chromium-") as profile, sync_playwright() as pw:

@@ -10,8 +10,8 @@ differ at the same target interactivity, every sweep of one above every sweep of
 their cost per useful Mtok at one price must have separated intervals; flaky must show failed
 requests and not pass.
 
-Needs the built server (scripts/install-llm.sh): without it these tests fail with that command,
-unless the machine cannot run the testbed at all (then they skip like every testbed test).
+Needs the built server (scripts/install-llm.sh): without it these tests fail with that command
+(or, where the machine cannot run the testbed at all, with what is missing, like every testbed test).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Brings up the shared ``exemplary`` and ``leaky`` testbeds (two nodes each) once, plus a
 third, private exemplary testbed for the destructive fault tests, and checks that each
 knob behaves as its profile says. Needs root and the packages of
-scripts/install-testbed.sh; skipped otherwise (failed with OPGRADE_TESTBED_REQUIRED=1).
+scripts/install-testbed.sh; fails otherwise, naming what is missing.
 """
 
 from __future__ import annotations
@@ -271,7 +271,7 @@ def test_kernel_pending_reboot_and_bmc_reachability_follow_their_knobs(both: dic
     for profile, info in both.items():
         node = sorted(info.nodes.values(), key=lambda n: n["address"])[0]["address"]
         if not os.path.isdir("/boot"):
-            pytest.skip("this host has no /boot to mount the simulated kernels over")
+            pytest.skip("not applicable: this host has no /boot to mount the simulated kernels over")
         out = ok(ssh_run(info, "a", "uname -r; ls /boot | sed -n 's/^vmlinuz-//p' | sort -V | tail -1"))
         running, newest = out.split()
         assert (newest != running) == info.knobs["kernel"]["pending_reboot"] == (profile == "leaky")

@@ -14,9 +14,14 @@ import pytest
 from probes.catalog.bmc_reachable import BMC_SCAN_SCRIPT
 from probes.parsers.net import parse_scan, reachable, unchecked_paths
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("curl") is None, reason="binds UDP 623 (root) and asks Redfish with curl"
-)
+
+@pytest.fixture(autouse=True)
+def _root_and_curl() -> None:
+    """The script binds UDP 623 (root) and asks Redfish with curl: without either, fail naming it."""
+    if os.geteuid() != 0:
+        pytest.fail("the BMC scan script test binds UDP port 623: run it as root")
+    if shutil.which("curl") is None:
+        pytest.fail("curl is missing: run scripts/install-testbed.sh as root (`make test` does)")
 
 
 def _free_tcp_listener(address: str) -> socket.socket:
