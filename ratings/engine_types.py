@@ -86,18 +86,35 @@ class FeedbackResponse:
     rating: int
 
 
+# The one override reason that may lift a gate failed by a critical finding.
+MEASUREMENT_WRONG = "measurement_wrong"
+
+
 @dataclass(frozen=True)
 class CriterionOverride:
     """An approved override of one criterion's normalised score (0-1) for one provider.
 
     It replaces whatever the evidence says for that criterion (counted as measured, without
     resampling noise); proposing and approving it is the reviews workflow's job.
+
+    A critical finding is different: it fails its gate whatever the score, and an override
+    does not lift that cap unless it says the measurement itself was wrong
+    (``reason == MEASUREMENT_WRONG``), was approved by two people besides its proposer
+    (``approvals >= 2``) and names every critical finding of the cell in ``disputes`` (the
+    findings' refs, e.g. "finding 812"): a critical finding that arrives later caps again.
     """
 
     rubric_version: str
     provider: str
     criterion: str
     score: float
+    reason: str = "judgement"
+    approvals: int = 1
+    disputes: tuple[str, ...] = ()
+
+    def lifts_critical(self, refs: frozenset[str]) -> bool:
+        """Whether this override lifts a gate failed by the critical findings ``refs``."""
+        return self.reason == MEASUREMENT_WRONG and self.approvals >= 2 and bool(refs) and refs <= set(self.disputes)
 
 
 @dataclass(frozen=True)

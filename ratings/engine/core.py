@@ -227,6 +227,10 @@ def _provider_result(
             flags.append(f"declined:{c.key}")
         if any(k.kind == EvidenceKind.OVERRIDE for k in kinds):
             flags.append(f"override:{c.key}")
+        if c.key in p.critical_overridden:  # the tier rests on an override that lifted a critical gate
+            flags.append(f"critical_overridden:{c.key}")
+        if c.key in p.critical_kept:  # an override that may not lift a critical gate: the cap stays
+            flags.append(f"override_kept_critical_cap:{c.key}")
         criteria.append(
             CriterionResult(
                 key=c.key, area=c.area, status=p.status[c.key], score=score, weight_share=share,

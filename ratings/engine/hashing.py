@@ -68,6 +68,8 @@ def _hashable(value: Any) -> Any:
         return value
     if isinstance(value, str):
         return str(value)  # an enum member hashes like its plain value
+    if kind is tuple:  # an override's disputed finding refs: a set, so order does not count
+        return tuple(sorted(map(str, value)))
     return float(value)  # ints (ratings, integral values) hash like the equal float
 
 

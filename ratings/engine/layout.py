@@ -16,6 +16,11 @@ when any replicate of a pass/fail gate fails (fail, provider_error, timeout, dec
 breach seen once is a breach. The first such replicate, in the canonical order of the
 findings' refs, is reported.
 
+Overrides: an approved override replaces a criterion's evidence (and so a failed replicate),
+but a gate failed by a critical finding stays failed unless the override lifts it
+(``CriterionOverride.lifts_critical``: "measurement was wrong", two approvers, every critical
+finding named). Whether it was kept or lifted is recorded on the provider for the flags.
+
 Pure: standard library and numpy.
 """
 
@@ -76,6 +81,8 @@ class Provider:
     status: dict[str, str]  # criterion -> measured | declined | missing | not_applicable
     n_missing: dict[str, int]
     gate_failures: dict[str, GateFailure] = dataclasses.field(default_factory=dict)
+    critical_overridden: set[str] = dataclasses.field(default_factory=set)  # critical gate lifted by an override
+    critical_kept: set[str] = dataclasses.field(default_factory=set)  # an override that could not lift it
     rated: bool = False
     coverage: float = 0.0
     coverage_exact: Fraction = Fraction(0)
@@ -144,21 +151,32 @@ def build_providers(inp: ScoringInput, layout: Layout) -> list[Provider]:
                 measured_cells[key] = usable
         for key, stream in measured_streams(slot, c, measured_cells).items():
             probe_streams[(key, c.key)] = stream
-    overrides = {(o.provider, o.criterion): float(o.score) for o in inp.overrides}
+    overrides = {(o.provider, o.criterion): o for o in inp.overrides}
     out = []
     for key in sorted(inp.providers):
         streams: list[Stream] = []
         status: dict[str, str] = {}
         n_missing: dict[str, int] = {}
         failures: dict[str, GateFailure] = {}
+        lifted: set[str] = set()
+        kept: set[str] = set()
         for c in layout.criteria:
             errors, all_na = probe_meta.get((key, c.key), (0, False))
             n_missing[c.key] = errors
             if (key, c.key) in overrides:  # the approved value replaces the evidence, noise-free
-                value = overrides[(key, c.key)]
+                override = overrides[(key, c.key)]
+                value = float(override.score)
                 slot = layout.slot_of[(c.key, c.evidence_kinds[0])]
                 streams.append(Stream(slot, EvidenceKind.OVERRIDE, value, value, 0, np.array([value]), np.array([1.0])))
                 status[c.key] = "measured"
+                if c.is_gate and EvidenceKind.PROBE in c.evidence_kinds:
+                    rows = probes.get((key, c.key), [])
+                    critical = frozenset(r.ref for r in rows if r.critical)
+                    if critical and override.lifts_critical(critical):
+                        lifted.add(c.key)
+                    elif critical:  # the cap of a critical finding survives any other override
+                        failures[c.key] = _gate_failure(c, rows)  # type: ignore[assignment]
+                        kept.add(c.key)
                 continue
             if c.is_gate and EvidenceKind.PROBE in c.evidence_kinds:
                 failure = _gate_failure(c, probes.get((key, c.key), []))
@@ -179,7 +197,7 @@ def build_providers(inp: ScoringInput, layout: Layout) -> list[Provider]:
                 status[c.key] = "declined"
             else:
                 status[c.key] = "measured" if present else "not_applicable" if all_na else "missing"
-        out.append(Provider(key, streams, status, n_missing, failures))
+        out.append(Provider(key, streams, status, n_missing, failures, critical_overridden=lifted, critical_kept=kept))
     return out
 
 

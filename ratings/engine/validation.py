@@ -185,6 +185,12 @@ def validate_input(inp: ScoringInput) -> None:
             raise ScoringInputError(f"override for unknown provider/criterion {row.provider}/{row.criterion}")
         if not is_finite_number(row.score) or not (0 <= row.score <= 1):
             raise ScoringInputError(f"override score {row.score!r} for {row.provider}/{row.criterion} is not in 0-1")
+        if (not isinstance(row.reason, str) or type(row.approvals) is not int
+                or not isinstance(row.disputes, tuple) or not all(isinstance(r, str) for r in row.disputes)):
+            raise ScoringInputError(
+                f"override for {row.provider}/{row.criterion}: reason must be a str, approvals an int, "
+                "disputes a tuple of finding refs"
+            )
         if (row.provider, row.criterion) in overridden:
             raise ScoringInputError(f"two overrides for {row.provider}/{row.criterion}")
         overridden.add((row.provider, row.criterion))
