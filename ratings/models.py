@@ -169,24 +169,49 @@ class CustomerFeedback(models.Model):
 class ScoreOverride(models.Model):
     """A publisher's change to one criterion score; counts only once another publisher approves.
 
-    The row is evidence the engine reads, so it lives here; the four-eyes workflow that
-    proposes and decides it is ``reviews.services`` (audited from there, see reviews.history).
+    The row is evidence the engine reads, so it lives here with the rules of writing it
+    (``ratings.services.score_override_propose`` / ``score_override_decide``); the four-eyes
+    workflow that calls them is ``reviews.services`` (audited from there, see reviews.history).
 
     `value` is the normalised criterion score in [0, 1] (the scale the engine combines),
     so an override means the same thing whichever evidence kind fed the criterion.
+
+    A gate criterion failed by a critical finding is overridden only as "measurement was
+    wrong" (``reason``), with a later finding that shows it (``evidence_finding``), naming the
+    critical findings it disputes (``disputed_findings``, recorded at proposal) and approved
+    by two publishers other than the proposer (``decided_by`` then ``second_decided_by``;
+    status ``confirming`` in between). Every other override of such a gate is refused, and
+    the engine keeps the cap for any override short of this (``CriterionOverride.lifts_critical``).
     """
 
     class Status(models.TextChoices):
         PROPOSED = "proposed", "Proposed"
+        CONFIRMING = "confirming", "Approved once; needs a second approver"
         APPROVED = "approved", "Approved"
         REJECTED = "rejected", "Rejected"
+
+    class Reason(models.TextChoices):
+        JUDGEMENT = "judgement", "Judgement: the evidence reads otherwise"
+        MEASUREMENT_WRONG = "measurement_wrong", "Measurement was wrong"
 
     cycle = models.ForeignKey("providers.Cycle", on_delete=models.PROTECT, related_name="score_overrides")
     provider = models.ForeignKey("providers.Provider", on_delete=models.PROTECT, related_name="score_overrides")
     criterion = models.ForeignKey("rubric.Criterion", on_delete=models.PROTECT, related_name="score_overrides")
     value = models.FloatField(help_text="New normalised criterion score, 0 (worst) to 1 (best).")
+    reason = models.CharField(
+        max_length=20, choices=Reason.choices, default=Reason.JUDGEMENT,
+        help_text="A gate failed by a critical finding takes only 'measurement was wrong', with a later finding.",
+    )
     justification = models.TextField()
     evidence = models.JSONField(default=list, help_text="List of {url, quote} supporting the change.")
+    evidence_finding = models.ForeignKey(
+        "probes.Finding", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="Measurement was wrong: the later, non-critical passing finding of the same probe that shows it.",
+    )
+    disputed_findings = models.JSONField(
+        default=list, blank=True,
+        help_text="Ids of the critical findings this override says were wrong (recorded when proposed).",
+    )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PROPOSED)
     proposed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     decided_by = models.ForeignKey(
@@ -194,6 +219,11 @@ class ScoreOverride(models.Model):
         help_text="The second publisher who approved or rejected it.",
     )
     decision_note = models.TextField(blank=True)
+    second_decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="Measurement was wrong: the third publisher, who confirmed or rejected the first approval.",
+    )
+    second_decided_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)
 
@@ -208,8 +238,27 @@ class ScoreOverride(models.Model):
                 name="override_four_eyes",
             ),
             models.CheckConstraint(
+                condition=Q(second_decided_by__isnull=True) | (
+                    Q(decided_by__isnull=False) & ~Q(second_decided_by=F("proposed_by"))
+                    & ~Q(second_decided_by=F("decided_by")) & Q(second_decided_at__isnull=False)
+                ),
+                name="override_second_approver_distinct",
+            ),
+            models.CheckConstraint(
                 condition=Q(status="proposed") | (Q(decided_by__isnull=False) & Q(decided_at__isnull=False)),
                 name="override_decision_recorded",
+            ),
+            models.CheckConstraint(
+                condition=~Q(reason="measurement_wrong") | Q(evidence_finding__isnull=False),
+                name="override_measurement_wrong_has_evidence",
+            ),
+            models.CheckConstraint(
+                condition=Q(disputed_findings=[]) | Q(reason="measurement_wrong"),
+                name="override_critical_only_measurement_wrong",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="approved") | ~Q(reason="measurement_wrong") | Q(second_decided_by__isnull=False),
+                name="override_measurement_wrong_two_approvers",
             ),
             models.UniqueConstraint(
                 fields=["cycle", "provider", "criterion"], condition=Q(status="approved"),
@@ -219,6 +268,13 @@ class ScoreOverride(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cycle.slug}/{self.provider.slug}/{self.criterion.key} -> {self.value:g} ({self.status})"
+
+    @property
+    def approvals(self) -> int:
+        """Distinct approvers besides the proposer (the engine's ``CriterionOverride.approvals``)."""
+        if self.status != self.Status.APPROVED:
+            return 0
+        return 2 if self.second_decided_by_id else 1
 
 
 

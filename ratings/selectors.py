@@ -16,6 +16,12 @@
   replace criterion scores; the reviews workflow's submitted blind reviews and
   reconciliations arrive as DocReview rows (written through ``doc_review_record``), so
   nothing is read twice;
+* the critical-finding rule: a gate criterion failed by a critical finding keeps its cap
+  under an override unless the override says the measurement was wrong, two publishers
+  besides the proposer approved it, and it names every critical finding of the cell. Each
+  override therefore reaches the engine with its ``reason``, its number of ``approvals``
+  and the refs of the findings it ``disputes`` (``_approved_overrides``), and the engine
+  (``CriterionOverride.lifts_critical``) decides: the rows alone never lift a cap;
 * the previous tiers for hysteresis.
 
 Every row carries the rubric version of the criterion it names, so evidence bound to another
@@ -30,7 +36,7 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
-from probes.selectors import findings_for_cycle
+from probes.selectors import findings_for_cycle, findings_for_provider
 from providers.models import Cycle, Provider
 from ratings.engine_types import (
     TIERS,
@@ -156,17 +162,45 @@ def _feedback(cycle: Cycle) -> list[FeedbackResponse]:
 def _approved_overrides(cycle: Cycle) -> list[CriterionOverride]:
     """Approved four-eyes overrides (``ScoreOverride``, proposed and decided in reviews).
 
+    Only ``approved`` rows count (``confirming`` waits for its second approver). Each carries
+    what the critical-finding rule needs: its reason, how many distinct publishers other than
+    the proposer approved it (2 only when ``second_decided_by`` is set and differs from both;
+    the database refuses anything else) and the refs of the critical findings it disputes, in
+    the engine's "finding <id>" form. A plain override on a critical gate thus reaches the
+    engine as what it is, and the engine keeps the cap.
+
     Reviews themselves arrive as DocReview rows: the reviews app writes one per submitted
     assignment and one per reconciliation (ratings.services.doc_review_record), so DocReview
     is the single source of doc-review evidence and nothing is read twice.
     """
-    fields = ("provider__slug", "criterion__key", "criterion__rubric_version_id")
-    return [
-        CriterionOverride(str(version), provider, key, float(value))
-        for provider, key, version, value in ScoreOverride.objects.filter(
-            cycle=cycle, status=ScoreOverride.Status.APPROVED
-        ).values_list(*fields, "value").order_by("id")
-    ]
+    fields = ("provider__slug", "criterion__key", "criterion__rubric_version_id", "value", "reason",
+              "proposed_by_id", "decided_by_id", "second_decided_by_id", "disputed_findings")
+    out = []
+    for provider, key, version, value, reason, proposer, first, second, disputed in ScoreOverride.objects.filter(
+        cycle=cycle, status=ScoreOverride.Status.APPROVED
+    ).values_list(*fields).order_by("id"):
+        approvers = {u for u in (first, second) if u is not None and u != proposer}
+        out.append(CriterionOverride(
+            str(version), provider, key, float(value), reason=str(reason), approvals=len(approvers),
+            disputes=tuple(f"finding {int(pk)}" for pk in (disputed or ())),
+        ))
+    return out
+
+
+def gate_critical_finding_ids(*, cycle: Cycle, provider: Provider, criterion: Criterion) -> list[int]:
+    """Ids of the critical findings that fail ``criterion``'s gate for ``provider`` in ``cycle``.
+
+    The engine's binding (probe id and metric; gates with probe evidence only); empty for a
+    criterion that is no gate. An override of a cell with any of these is held to the
+    critical-finding rule (see the module docstring).
+    """
+    if not criterion.is_gate or EvidenceKind.PROBE not in criterion.evidence_kinds or not criterion.probe_id:
+        return []
+    return list(
+        findings_for_provider(provider=provider, cycle=cycle)
+        .filter(probe_id=criterion.probe_id, metric=criterion.probe_metric, critical=True)
+        .order_by("id").values_list("id", flat=True)
+    )
 
 
 @dataclass(frozen=True)
@@ -181,13 +215,17 @@ class ApprovedOverride:
     proposed_by: str
     approved_by: str
     approved_at: str
+    reason: str = "judgement"
+    second_approved_by: str = ""  # measurement was wrong: the second approver
+    evidence_finding: int | None = None  # measurement was wrong: the later finding that shows it
+    disputed_findings: tuple[int, ...] = ()  # the critical findings it says were wrong
 
 
 def overrides_approved_for_cycle(*, cycle: Cycle) -> list[ApprovedOverride]:
     """Approved overrides of a cycle, with who proposed and approved them, for the report."""
     rows = (
         ScoreOverride.objects.filter(cycle=cycle, status=ScoreOverride.Status.APPROVED)
-        .select_related("provider", "criterion", "proposed_by", "decided_by")
+        .select_related("provider", "criterion", "proposed_by", "decided_by", "second_decided_by")
         .order_by("provider__slug", "criterion__key")
     )
     return [
@@ -197,6 +235,9 @@ def overrides_approved_for_cycle(*, cycle: Cycle) -> list[ApprovedOverride]:
             evidence=tuple((str(e.get("url", "")), str(e.get("quote", ""))) for e in o.evidence),
             proposed_by=o.proposed_by.get_username(), approved_by=o.decided_by.get_username(),  # type: ignore[union-attr]
             approved_at=o.decided_at.isoformat() if o.decided_at else "",
+            reason=o.reason,
+            second_approved_by=o.second_decided_by.get_username() if o.second_decided_by else "",
+            evidence_finding=o.evidence_finding_id, disputed_findings=tuple(int(i) for i in o.disputed_findings or ()),
         )
         for o in rows
     ]

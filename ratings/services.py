@@ -1,4 +1,4 @@
-"""Writes for ratings' scores and evidence: compute a cycle's snapshot, record reviews and feedback.
+"""Writes for ratings' scores and evidence: compute a cycle's snapshot, record reviews, feedback, overrides.
 
 ``cycle_scores_compute`` runs the pure engine (ratings.scoring) over one cycle's evidence and
 stores the result as an immutable ``ScoreSnapshot`` with one ``TierAssignment`` per provider.
@@ -14,19 +14,22 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
+from probes.selectors import findings_for_provider
 from providers.models import Cycle, Provider
 from ratings.engine_types import PreviousTier, ProviderResult, ScoringInputError
 from ratings.models import (
     CustomerFeedback,
     DocReview,
+    ScoreOverride,
     ScoreSnapshot,
     TierAssignment,
     respondent_org_hash,
     validate_citations,
 )
 from ratings.scoring import content_hash, result_to_dict, score_cycle
-from ratings.selectors import cycle_default_seed, cycle_evidence_get
+from ratings.selectors import cycle_default_seed, cycle_evidence_get, gate_critical_finding_ids
 from rubric.models import Area, Criterion
 
 
@@ -202,3 +205,139 @@ def customer_feedback_record(
         raise ScoringInputError(f"customer feedback refused: {exc}") from exc
     feedback.save()
     return feedback
+
+
+# --- score overrides ----------------------------------------------------------------------
+class ScoreOverrideRefused(ValueError):
+    """A refused override proposal or decision; the message is safe to show. Nothing was written."""
+
+
+class ScoreOverrideFourEyes(ScoreOverrideRefused, PermissionError):
+    """The same person may not propose and approve, nor approve twice."""
+
+
+Reason = ScoreOverride.Reason
+Status = ScoreOverride.Status
+
+
+def score_override_check(
+    *, cycle: Cycle, provider: Provider, criterion: Criterion, reason: str, evidence_finding: Any | None,
+) -> list[int]:
+    """The critical-finding rule for a proposal; returns the critical finding ids it disputes.
+
+    A gate criterion failed by a critical finding (``gate_critical_finding_ids``) is overridden
+    only as "measurement was wrong". That reason needs a probe-measured criterion and a later
+    finding that shows it: the same provider's, cycle's, probe's and metric's, ``pass`` and not
+    critical, newer than every critical finding it disputes. Raises ``ScoreOverrideRefused``.
+    """
+    if reason not in Reason.values:
+        raise ScoreOverrideRefused(f"unknown override reason {reason!r}; one of {', '.join(Reason.values)}")
+    critical = gate_critical_finding_ids(cycle=cycle, provider=provider, criterion=criterion)
+    if critical and reason != Reason.MEASUREMENT_WRONG:
+        refs = ", ".join(f"finding {pk}" for pk in critical)
+        raise ScoreOverrideRefused(
+            f"{criterion.key} is a gate failed by a critical finding ({refs}): it can be overridden only as "
+            "'measurement was wrong', with a later finding that shows it, and two approvers"
+        )
+    if reason != Reason.MEASUREMENT_WRONG:
+        if evidence_finding is not None:
+            raise ScoreOverrideRefused("an evidence finding goes with the reason 'measurement was wrong' only")
+        return []
+    if not criterion.probe_id:
+        raise ScoreOverrideRefused(f"'measurement was wrong' needs a criterion measured by a probe; {criterion.key} is not")
+    if evidence_finding is None:
+        raise ScoreOverrideRefused(
+            "'measurement was wrong' needs the evidence that shows it: the id of a later finding of the same probe"
+        )
+    pk = getattr(evidence_finding, "pk", evidence_finding)  # a Finding, or its id as the API sends it
+    finding = findings_for_provider(provider=provider, cycle=cycle).filter(pk=pk).first() if isinstance(pk, int) else None
+    if finding is None or (finding.probe_id, finding.metric) != (criterion.probe_id, criterion.probe_metric):
+        raise ScoreOverrideRefused(
+            f"the evidence finding must be one of {provider.slug}'s findings of probe {criterion.probe_id} "
+            f"in cycle {cycle.slug}"
+        )
+    if finding.critical or finding.outcome != "pass":
+        raise ScoreOverrideRefused(f"the evidence finding {finding.pk} is not a passing, non-critical finding")
+    if critical and finding.pk < max(critical):
+        raise ScoreOverrideRefused(
+            f"the evidence finding {finding.pk} is older than the critical finding {max(critical)} it disputes"
+        )
+    return critical
+
+
+@transaction.atomic
+def score_override_propose(
+    *, cycle: Cycle, provider: Provider, criterion: Criterion, value: float, justification: str,
+    evidence: list[dict[str, str]], by: Any, reason: str = Reason.JUDGEMENT, evidence_finding: Any | None = None,
+) -> ScoreOverride:
+    """Store a proposed override after the critical-finding rule (``score_override_check``).
+
+    The caller (reviews.services) has checked the role, the unit and the citations.
+    """
+    disputed = score_override_check(
+        cycle=cycle, provider=provider, criterion=criterion, reason=reason, evidence_finding=evidence_finding
+    )
+    override = ScoreOverride(
+        cycle=cycle, provider=provider, criterion=criterion, value=float(value), justification=justification,
+        evidence=evidence, proposed_by=by, reason=reason,
+        evidence_finding_id=getattr(evidence_finding, "pk", evidence_finding), disputed_findings=disputed,
+    )
+    override._history_user = by if getattr(by, "pk", None) else None  # type: ignore[attr-defined]
+    override.save()
+    return override
+
+
+@transaction.atomic
+def score_override_decide(*, override: ScoreOverride, by: Any, approve: bool, note: str = "") -> ScoreOverride:
+    """Approve or reject a proposed override; "measurement was wrong" takes two approvers.
+
+    Never the proposer (four eyes); for "measurement was wrong" a first approval moves the
+    row to ``confirming`` and a second, different publisher makes it ``approved``. Approving
+    re-checks the critical-finding rule against the findings of now: a critical finding that
+    arrived after the proposal, and that the override does not dispute, refuses the approval.
+    """
+    locked = ScoreOverride.objects.select_for_update().get(pk=override.pk)
+    if locked.proposed_by_id == by.pk:
+        raise ScoreOverrideFourEyes("four eyes: a publisher may not approve or reject their own override")
+    if locked.status not in (Status.PROPOSED, Status.CONFIRMING):
+        raise ScoreOverrideRefused(f"this override is already {locked.status}")
+    second = locked.status == Status.CONFIRMING
+    if second and locked.decided_by_id == by.pk:
+        raise ScoreOverrideFourEyes(
+            "two approvers: you approved this override already; a different publisher must confirm it"
+        )
+    now = timezone.now()
+    if approve:
+        critical = gate_critical_finding_ids(cycle=locked.cycle, provider=locked.provider, criterion=locked.criterion)
+        if critical and locked.reason != Reason.MEASUREMENT_WRONG:
+            raise ScoreOverrideRefused(
+                f"{locked.criterion.key} is a gate failed by a critical finding: only a 'measurement was wrong' "
+                "override with its evidence can be approved; reject this one"
+            )
+        undisputed = sorted(set(critical) - set(locked.disputed_findings or ()))
+        if undisputed:
+            raise ScoreOverrideRefused(
+                f"critical findings recorded after the proposal ({', '.join(map(str, undisputed))}) are not disputed "
+                "by it: reject it and propose again"
+            )
+        if (not (locked.reason == Reason.MEASUREMENT_WRONG and not second)
+                and ScoreOverride.objects.filter(
+                    cycle_id=locked.cycle_id, provider_id=locked.provider_id, criterion_id=locked.criterion_id,
+                    status=Status.APPROVED,
+                ).exists()):
+            raise ScoreOverrideRefused("another override of this criterion is already approved; reject this one instead")
+    if second:
+        locked.second_decided_by, locked.second_decided_at = by, now
+        locked.status = Status.APPROVED if approve else Status.REJECTED
+        if note:
+            locked.decision_note = f"{locked.decision_note}\n{note}".strip()
+    else:
+        locked.decided_by, locked.decided_at, locked.decision_note = by, now, note
+        if not approve:
+            locked.status = Status.REJECTED
+        else:
+            locked.status = Status.CONFIRMING if locked.reason == Reason.MEASUREMENT_WRONG else Status.APPROVED
+    locked._history_user = by if getattr(by, "pk", None) else None  # type: ignore[attr-defined]
+    locked.save()
+    override.refresh_from_db()
+    return override

@@ -287,13 +287,47 @@ class ReconciliationAdmin(GuardedHistoryAdmin):
         return False  # created by the reconciliation service (API), which applies the rules
 
 
+class ScoreOverrideAddForm(forms.ModelForm):
+    """The proposal form: every rule of ``services.override_propose`` is checked here, so a refused
+    proposal (a plain override of a gate failed by a critical finding, say) is a form error."""
+
+    class Meta:
+        model = ScoreOverride
+        fields = ["cycle", "provider", "criterion", "value", "reason", "justification", "evidence", "evidence_finding"]
+
+    request: HttpRequest  # set per request by ScoreOverrideAdmin.get_form
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if all(data.get(k) is not None for k in ("cycle", "provider", "criterion", "value", "reason")):
+            try:
+                data["evidence"] = services.override_validate(
+                    by=self.request.user, cycle=data["cycle"], provider=data["provider"],
+                    criterion=data["criterion"], value=data["value"], justification=data.get("justification") or "",
+                    evidence=data.get("evidence"), reason=data["reason"],
+                    evidence_finding=data.get("evidence_finding"),
+                )
+            except services.ReviewsError as exc:
+                raise forms.ValidationError(str(exc)) from exc
+        return data
+
+
 @admin.register(ScoreOverride)
 class ScoreOverrideAdmin(GuardedHistoryAdmin):
-    list_display = ["cycle", "provider", "criterion", "value", "status", "proposed_by", "decided_by", "created_at"]
-    list_filter = ["status", "cycle"]
+    list_display = ["cycle", "provider", "criterion", "value", "reason", "status", "proposed_by", "decided_by",
+                    "second_decided_by", "created_at"]
+    list_filter = ["status", "reason", "cycle"]
     search_fields = ["provider__name", "criterion__key", "justification"]
-    list_select_related = ["cycle", "provider", "criterion", "proposed_by", "decided_by"]
+    list_select_related = ["cycle", "provider", "criterion", "proposed_by", "decided_by", "second_decided_by"]
+    raw_id_fields = ["evidence_finding"]
     actions = ["approve_selected"]
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        if obj is None:
+            kwargs["form"] = ScoreOverrideAddForm
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.request = request
+        return form
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         if obj is None:
@@ -302,7 +336,8 @@ class ScoreOverrideAdmin(GuardedHistoryAdmin):
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         if obj is None:
-            return ["cycle", "provider", "criterion", "value", "justification", "evidence"]
+            return ["cycle", "provider", "criterion", "value", "reason", "justification", "evidence",
+                    "evidence_finding"]
         return self.get_readonly_fields(request, obj)
 
     def save_model(self, request: HttpRequest, obj: ScoreOverride, form: Any, change: bool) -> None:
@@ -311,18 +346,23 @@ class ScoreOverrideAdmin(GuardedHistoryAdmin):
         created = services.override_propose(
             cycle=obj.cycle, provider=obj.provider, criterion=obj.criterion, value=obj.value,
             justification=obj.justification, evidence=obj.evidence, by=request.user,
+            reason=obj.reason, evidence_finding=obj.evidence_finding,
         )
         obj.pk = created.pk
 
-    @admin.action(description="Approve selected overrides (four eyes: not your own)")
+    @admin.action(description="Approve selected overrides (four eyes: not your own; two approvers for "
+                              "'measurement was wrong')")
     def approve_selected(self, request: HttpRequest, queryset: QuerySet[ScoreOverride]) -> None:
         for override in queryset:
             try:
-                services.override_decide(override=override, by=request.user, approve=True)
+                decided = services.override_decide(override=override, by=request.user, approve=True)
             except services.ReviewsError as exc:
                 self.message_user(request, f"{override}: {exc}", level=messages.ERROR)
             else:
-                self.message_user(request, f"{override}: approved")
+                if decided.status == ScoreOverride.Status.CONFIRMING:
+                    self.message_user(request, f"{decided}: approved once; a second publisher must confirm it")
+                else:
+                    self.message_user(request, f"{decided}: approved")
 
 
 @admin.register(RightOfReply)

@@ -26,6 +26,13 @@ from django.utils import timezone
 from config.access import ROLE_PERMISSIONS, Role, user_provider, user_role, user_roles
 from providers.models import Cycle, Provider
 from ratings.models import CustomerFeedback, DocReview, ScoreOverride
+from ratings.services import (
+    ScoreOverrideFourEyes,
+    ScoreOverrideRefused,
+    score_override_check,
+    score_override_decide,
+    score_override_propose,
+)
 from reports.selectors import report_in_fact_check_exists
 from reviews.feedback_csv import FeedbackRow, ParseResult, RowError, feedback_csv_parse, org_pseudonym
 from reviews.history import history_user_as
@@ -608,44 +615,67 @@ def interview_note_create(
 
 def override_propose(
     *, cycle: Cycle, provider: Provider, criterion: Criterion, value: float, justification: str, evidence: Any,
-    by: Any,
+    by: Any, reason: str = ScoreOverride.Reason.JUDGEMENT, evidence_finding: Any | None = None,
 ) -> ScoreOverride:
-    """A publisher proposes a new normalised criterion score, with justification and evidence."""
+    """A publisher proposes a new normalised criterion score, with justification and evidence.
+
+    The row is written by ``ratings.services.score_override_propose``, which applies the
+    critical-finding rule: a gate failed by a critical finding takes only ``reason``
+    "measurement_wrong" with ``evidence_finding`` (a later finding that shows it).
+    """
+    cleaned = override_validate(
+        cycle=cycle, provider=provider, criterion=criterion, value=value, justification=justification,
+        evidence=evidence, by=by, reason=reason, evidence_finding=evidence_finding,
+    )
+    try:
+        return score_override_propose(
+            cycle=cycle, provider=provider, criterion=criterion, value=float(value),
+            justification=justification.strip(), evidence=cleaned, by=by,
+            reason=reason, evidence_finding=evidence_finding,
+        )
+    except ScoreOverrideRefused as exc:
+        raise ReviewsError(str(exc)) from exc
+
+
+def override_validate(
+    *, cycle: Cycle, provider: Provider, criterion: Criterion, value: Any, justification: str, evidence: Any,
+    by: Any, reason: str = ScoreOverride.Reason.JUDGEMENT, evidence_finding: Any | None = None,
+) -> list[dict[str, str]]:
+    """Every check of ``override_propose`` without writing (the admin form shows the refusal).
+
+    Returns the cleaned citations; raises ``ReviewsError`` (``RoleRefused`` for the role).
+    """
     _require_role(by, {Role.PUBLISHER}, "propose score overrides")
     if not justification or not justification.strip():
         raise ReviewsError("a written justification is required")
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 1.0:
         raise ReviewsError("value is the normalised criterion score and must be within 0-1")
     _unit_check(cycle=cycle, provider=provider, criterion=criterion)
-    override = ScoreOverride(
-        cycle=cycle, provider=provider, criterion=criterion, value=float(value),
-        justification=justification.strip(), evidence=citations_clean(evidence), proposed_by=by,
-    )
-    _as(override, by).save()
-    return override
+    cleaned = citations_clean(evidence)
+    try:
+        score_override_check(
+            cycle=cycle, provider=provider, criterion=criterion, reason=reason, evidence_finding=evidence_finding
+        )
+    except ScoreOverrideRefused as exc:
+        raise ReviewsError(str(exc)) from exc
+    return cleaned
 
 
 def override_decide(*, override: ScoreOverride, by: Any, approve: bool, note: str = "") -> ScoreOverride:
-    """A second publisher approves or rejects; deciding on your own proposal is refused."""
+    """A second publisher approves or rejects; deciding on your own proposal is refused.
+
+    A "measurement was wrong" override needs two approvals by two different publishers
+    (neither the proposer): the first leaves it ``confirming``. ``ratings.services`` writes.
+    """
     _require_role(by, {Role.PUBLISHER}, "decide on score overrides")
-    if override.proposed_by_id == by.pk:
-        raise RoleRefused("four eyes: a publisher may not approve or reject their own override")
     if not approve and not note.strip():
         raise ReviewsError("say why the override is rejected")
-    with transaction.atomic():
-        locked = ScoreOverride.objects.select_for_update().get(pk=override.pk)
-        if locked.status != ScoreOverride.Status.PROPOSED:
-            raise ReviewsError(f"this override is already {locked.status}")
-        if approve and ScoreOverride.objects.filter(
-            cycle_id=locked.cycle_id, provider_id=locked.provider_id, criterion_id=locked.criterion_id,
-            status=ScoreOverride.Status.APPROVED,
-        ).exists():
-            raise ReviewsError("another override of this criterion is already approved; reject this one instead")
-        locked.status = ScoreOverride.Status.APPROVED if approve else ScoreOverride.Status.REJECTED
-        locked.decided_by, locked.decided_at, locked.decision_note = by, timezone.now(), note
-        _as(locked, by).save()
-    override.refresh_from_db()
-    return override
+    try:
+        return score_override_decide(override=override, by=by, approve=approve, note=note)
+    except ScoreOverrideFourEyes as exc:
+        raise RoleRefused(str(exc)) from exc
+    except ScoreOverrideRefused as exc:
+        raise ReviewsError(str(exc)) from exc
 
 
 # --- right of reply ------------------------------------------------------------------------

@@ -162,17 +162,28 @@ class OverrideSerializer(serializers.ModelSerializer):
     criterion = serializers.SlugRelatedField(slug_field="key", read_only=True)
     proposed_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    second_decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    disputed_findings = serializers.ListField(child=serializers.IntegerField(), read_only=True)
 
     class Meta:
         model = ScoreOverride
-        fields = ["id", "cycle", "provider", "criterion", "value", "justification", "evidence", "status",
-                  "proposed_by", "decided_by", "decision_note", "created_at", "decided_at"]
+        fields = ["id", "cycle", "provider", "criterion", "value", "reason", "justification", "evidence",
+                  "evidence_finding", "disputed_findings", "status", "proposed_by", "decided_by", "decision_note",
+                  "second_decided_by", "second_decided_at", "created_at", "decided_at"]
 
 
 class OverrideCreateSerializer(UnitInputSerializer):
     value = serializers.FloatField(min_value=0, max_value=1, help_text="Normalised criterion score, 0-1.")
+    reason = serializers.ChoiceField(
+        choices=ScoreOverride.Reason.choices, default=ScoreOverride.Reason.JUDGEMENT,
+        help_text="A gate failed by a critical finding takes only 'measurement_wrong' (with evidence_finding).",
+    )
     justification = serializers.CharField()
     evidence = CitationSerializer(many=True, allow_empty=False)
+    evidence_finding = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=1,
+        help_text="measurement_wrong: id of the later, passing, non-critical finding of the same probe that shows it.",
+    )
 
 
 class DecisionSerializer(serializers.Serializer):

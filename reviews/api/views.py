@@ -147,7 +147,9 @@ class OverrideViewSet(RoleViewSetMixin, mixins.ListModelMixin, mixins.RetrieveMo
 
     roles = {"read": {A, P, ADM}, "write": {P}}
     serializer_class = s.OverrideSerializer
-    queryset = ScoreOverride.objects.select_related("cycle", "provider", "criterion", "proposed_by", "decided_by")
+    queryset = ScoreOverride.objects.select_related(
+        "cycle", "provider", "criterion", "proposed_by", "decided_by", "second_decided_by"
+    )
     filterset_fields = ["status"]
 
     @extend_schema(request=s.OverrideCreateSerializer, responses={201: s.OverrideSerializer})
@@ -156,6 +158,7 @@ class OverrideViewSet(RoleViewSetMixin, mixins.ListModelMixin, mixins.RetrieveMo
         override = services.override_propose(
             cycle=data["cycle"], provider=data["provider"], criterion=data["criterion"], value=data["value"],
             justification=data["justification"], evidence=[dict(e) for e in data["evidence"]], by=request.user,
+            reason=data["reason"], evidence_finding=data["evidence_finding"],
         )
         return Response(self.get_serializer(override).data, status=status.HTTP_201_CREATED)
 
