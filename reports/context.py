@@ -101,6 +101,9 @@ class ProviderResult:
     borderline: bool = False
     outlook: str = ""  # "positive", "negative" or ""
     criteria: tuple[CriterionResult, ...] = ()
+    # criterion keys of gates failed by a critical finding whose cap an approved
+    # "measurement was wrong" override lifted: the tier rests on that override
+    critical_overrides: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,9 @@ class OverrideEntry:
     justification: str
     proposer: str
     approver: str
+    reason: str = "judgement"  # or "measurement_wrong"
+    second_approver: str = ""
+    evidence_finding: int | None = None  # measurement_wrong: the later finding that shows it
 
 
 @dataclass(frozen=True)
@@ -302,6 +308,32 @@ def _provider(
     }
 
 
+def _mark_tiers_resting_on_overrides(
+    providers: list[dict[str, Any]], overrides: list[dict[str, Any]], inp: ReportInput
+) -> None:
+    """``resting_on_override``: the overrides that lifted a critical gate cap, per provider.
+
+    A tier that stands only because an approved "measurement was wrong" override lifted the
+    cap of a critical finding says so wherever the tier is shown, with the override's
+    justification, its evidence finding and its approvers. Every provider gets the key (an
+    empty list when nothing rests on an override).
+    """
+    lifted = {p.slug: set(p.critical_overrides) for p in inp.providers}
+    by_unit = {(o["provider"], o["criterion"]): o for o in overrides}
+    for provider in providers:
+        entries = []
+        for key in sorted(lifted.get(provider["slug"], ())):
+            o = by_unit.get((provider["slug"], key))
+            if o is None:
+                raise DocumentError(f"provider {provider['slug']}: the tier rests on an override of {key} not listed")
+            entries.append({
+                "criterion": key, "reason": o["reason"], "justification": o["justification"],
+                "evidence_finding": o["evidence_finding"],
+                "approvers": [a for a in (o["approver"], o["second_approver"]) if a],
+            })
+        provider["resting_on_override"] = entries
+
+
 def _provider_order(provider: Mapping[str, Any]) -> tuple[int, float, str]:
     rank = TIER_RANK.get(provider["tier"], len(TIERS))
     composite = provider["composite"] if provider["composite"] is not None else -1.0
@@ -332,7 +364,9 @@ def build_report_document(inp: ReportInput) -> dict[str, Any]:
             "from": _num(o.from_value) if isinstance(o.from_value, int | float) else o.from_value,
             "to": _num(o.to_value) if isinstance(o.to_value, int | float) else o.to_value,
             "justification": o.justification, "proposer": o.proposer, "approver": o.approver,
+            "reason": o.reason, "second_approver": o.second_approver, "evidence_finding": o.evidence_finding,
         })
+    _mark_tiers_resting_on_overrides(providers, overrides, inp)
     previous = inp.history[-1] if inp.history else None
     return {
         "schema": SCHEMA,

@@ -102,13 +102,26 @@ def _csv(rows: Iterable[Sequence[Any]]) -> bytes:
     return buffer.getvalue().encode("utf-8")
 
 
+def override_note(provider: Mapping[str, Any]) -> str:
+    """One line saying the tier rests on an override that lifted a critical gate cap ("" if none).
+
+    Documents published before the key existed have none: they read as resting on nothing.
+    """
+    return " | ".join(
+        f"{o['criterion']}: critical finding overridden as measurement was wrong"
+        + (f" (shown by finding {o['evidence_finding']})" if o.get("evidence_finding") else "")
+        + f"; approved by {' and '.join(o['approvers'])}. {o['justification']}"
+        for o in provider.get("resting_on_override") or ()
+    )
+
+
 def providers_csv(document: Mapping[str, Any], *, content_hash: str) -> bytes:
     """One row per provider: tier, movement, composite, CI, coverage, P(tier) and area scores."""
     areas = [a["key"] for a in document["methodology"]["areas"]]
     header = [
         "cycle", "provider", "name", "tier", "movement", "previous_tier", "composite", "ci_low", "ci_high",
         "coverage", "borderline", "gate_caps", *[f"p_{key}" for key, _ in TIERS], *[f"area_{a}" for a in areas],
-        "report_content_hash",
+        "report_content_hash", "tier_rests_on_override",
     ]
     rows: list[list[Any]] = [header]
     for p in document["providers"]:
@@ -118,7 +131,7 @@ def providers_csv(document: Mapping[str, Any], *, content_hash: str) -> bytes:
             p["movement"]["previous_tier"], p["composite"], p["ci"]["low"], p["ci"]["high"], p["coverage"],
             "yes" if p["borderline"] else "no", " ".join(g["criterion"] for g in p["gate_caps"]),
             *[p["tier_probabilities"].get(key) for key, _ in TIERS], *[scores.get(a) for a in areas],
-            content_hash,
+            content_hash, override_note(p),
         ])
     return _csv(rows)
 
@@ -180,6 +193,8 @@ def provider_text(document: Mapping[str, Any], provider: Mapping[str, Any], *, m
             f"{label} {_pct(provider['tier_probabilities'].get(key))}" for key, label in TIERS
         ),
     ]
+    if provider.get("resting_on_override"):
+        lines.append(f"- Tier rests on an override: {override_note(provider)}")
     if provider["gate_caps"]:
         lines.append("- Capped by failed gates: " + ", ".join(
             f"{g['criterion']} (cap {TIER_LABELS.get(g['cap_tier'] or '', g['cap_tier'])})" for g in provider["gate_caps"]

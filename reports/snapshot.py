@@ -81,6 +81,9 @@ def _provider(assignment: Any) -> ctx.ProviderResult:
         borderline=assignment.borderline,
         outlook="" if assignment.outlook in ("", "stable") else assignment.outlook,
         criteria=tuple(_criterion(row) for row in assignment.criteria or ()),
+        critical_overrides=tuple(
+            sorted(f.split(":", 1)[1] for f in assignment.flags or () if f.startswith("critical_overridden:"))
+        ),
     )
 
 
@@ -102,6 +105,7 @@ def _overrides(cycle: Any, scores: Mapping[tuple[str, str], float | None]) -> tu
             provider_slug=o.provider_slug, criterion_key=o.criterion_key,
             from_value=scores.get((o.provider_slug, o.criterion_key)), to_value=o.value,
             justification=o.justification, proposer=o.proposed_by, approver=o.approved_by,
+            reason=o.reason, second_approver=o.second_approved_by, evidence_finding=o.evidence_finding,
         )
         for o in overrides_approved_for_cycle(cycle=cycle)
     )

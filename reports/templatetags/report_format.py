@@ -8,6 +8,7 @@ from django import template
 
 from reports.context import TIER_LABELS, TIERS
 from reports.rendering import ARROWS, MOVEMENT_WORDS
+from reports.rendering import override_note as _override_note
 
 register = template.Library()
 
@@ -64,3 +65,9 @@ def binding_caps(provider: Any) -> list[dict[str, Any]]:
         return []
     return [cap for cap in provider.get("gate_caps") or ()
             if cap.get("cap_tier") in order and order.index(tier) <= order.index(cap["cap_tier"])]
+
+
+@register.filter
+def override_note(provider: Any) -> str:
+    """The tier rests on an override that lifted a critical gate cap: what, why, by whom ("" if not)."""
+    return _override_note(provider)

@@ -71,7 +71,9 @@ def test_the_document_holds_no_reviewer_or_customer_identities_only_publisher_na
                                  justification="Vendor fix verified.", proposer="pat", approver="sam")
     doc = ctx.build_report_document(_input(overrides=(override,)))
     assert doc["overrides"] == [{"provider": "beta", "criterion": "isolation", "from": 0.0, "to": 0.5,
-                                 "justification": "Vendor fix verified.", "proposer": "pat", "approver": "sam"}]
+                                 "justification": "Vendor fix verified.", "proposer": "pat", "approver": "sam",
+                                 "reason": "judgement", "second_approver": "", "evidence_finding": None}]
+    assert [p["resting_on_override"] for p in doc["providers"]] == [[], []]  # no critical cap lifted
     text = json.dumps(doc)
     assert "reviewer" not in text and "respondent" not in text
 
