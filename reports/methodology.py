@@ -54,9 +54,12 @@ random cases run on every change.
 
 Providers review the facts about themselves before publication (right of reply on facts, not on opinions). \
 Any score override needs a written justification and a second publisher's approval and is listed in the \
-report. A published report never changes: corrections are published as new reports that supersede it, with \
-a notice, and withdrawn reports stay available, marked withdrawn. Each report's sha256 content hash identifies \
-exactly what was published.
+report. A gate failed by a critical finding keeps its cap under any override except one saying the \
+measurement was wrong, shown by a later finding and approved by two publishers besides the proposer; a tier \
+that rests on such an override is marked as such, with the override's justification. A published report \
+never changes: corrections are published as new reports that supersede it, with a notice, and withdrawn \
+reports stay available, marked withdrawn. Each report's sha256 content hash identifies exactly what was \
+published.
 """
 # Where the probes' bars come from: ClusterMAX's published minimum versions, or Opgrade's own choice.
 METHODOLOGY_TEXT += "\n" + sources_summary() + "\n"

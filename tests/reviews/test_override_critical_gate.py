@@ -343,6 +343,7 @@ def test_measurement_was_wrong_with_two_approvers_lifts_the_cap_and_every_report
         "criterion": "tenant_log_isolation", "reason": "measurement_wrong", "justification": JUSTIFICATION,
         "evidence_finding": s.later.pk, "approvers": ["pub-b", "pub-c"],
     }]
+    assert "measurement was wrong, shown by a later finding" in json.dumps(report.content["methodology"])
     exported = json.loads(client.get(f"/reports/{report.pk}/report.json").content)
     assert exported["document"]["providers"][0]["resting_on_override"] == provider["resting_on_override"]
     for page in (f"/reports/{report.pk}/", f"/reports/{report.pk}/providers/{s.provider.slug}/"):
