@@ -7,6 +7,7 @@ behaviour later.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,19 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """Comma-separated CIDR networks (``10.200.0.0/16,127.0.0.0/8``); empty or unset: none."""
+    out = []
+    for item in env_list(name, []):
+        try:
+            out.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name} must be comma-separated networks in CIDR form (e.g. 10.200.0.0/16), got {item!r}"
+            ) from None
+    return tuple(out)
 
 
 def database_from_url(name: str, url: str, *, base_dir: Path) -> dict[str, Any]:

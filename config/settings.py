@@ -16,7 +16,7 @@ from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
-from config.env import database_from_url, env_bool, env_int, env_list, env_str, redis_url
+from config.env import database_from_url, env_bool, env_int, env_list, env_networks, env_str, redis_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("OPGRADE_VAR_DIR") or BASE_DIR / "var")
@@ -353,6 +353,12 @@ OPGRADE_PROBE_MAX_ATTEMPTS = env_int("OPGRADE_PROBE_MAX_ATTEMPTS", 3, minimum=1)
 OPGRADE_PROBE_RETRY_BASE_S = env_int("OPGRADE_PROBE_RETRY_BASE_S", 30, minimum=0)
 # A pending run whose task was sent this long ago and never claimed is re-sent by the sweeper.
 OPGRADE_PROBE_RESEND_PENDING_S = env_int("OPGRADE_PROBE_RESEND_PENDING_S", 600, minimum=1)
+
+# --- where probes may send requests (probes/egress.py, issue 24) ----------------------------
+# Loopback, link-local, unspecified, multicast and this server's own addresses are refused as
+# targets of every URL an analyst enters, unless they lie in one of these networks (comma-separated
+# CIDRs). Empty in production; tests and testbeds that listen on loopback name it explicitly.
+OPGRADE_URL_ALLOW_NETWORKS = env_networks("OPGRADE_URL_ALLOW_NETWORKS")
 
 # --- production hardening ----------------------------------------------------------------
 if not DEBUG:

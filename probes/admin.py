@@ -24,8 +24,9 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from config.admin_readonly import ReadOnlyAdminMixin
-from probes import selectors, services
+from probes import secret_binding, selectors, services
 from probes.catalog import probe_choices
+from probes.egress import UrlRefused, url_validate
 from probes.models import (
     ClusterAccess,
     Finding,
@@ -36,6 +37,9 @@ from probes.models import (
     TenantAccount,
 )
 from probes.transport import TransportError, check_private_key
+
+#: settings keys holding a URL Opgrade or a node requests (checked like the named onboarding fields)
+URL_SETTING_KEYS = ("metrics_url", "pushgateway_url", "logs_url", "freshness_sink_url")
 
 SECRET_WIDGET = forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"})
 
@@ -99,14 +103,29 @@ class ClusterAccessForm(forms.ModelForm):
         return host
 
     def clean_api_base_url(self) -> str:
-        url = self.cleaned_data["api_base_url"]
         typed = (self.data.get(self.add_prefix("api_base_url")) or "").strip()
         if typed and "://" not in typed:
             raise forms.ValidationError(
                 f"Start the address with http:// or https:// ({typed} has no scheme, and guessing one could "
                 "send the token to the wrong service)."
             )
-        return url
+        if typed:  # http(s) only, to an address Opgrade may reach (probes.egress), whatever URLField allows
+            try:
+                url_validate(typed, what="Provider API URL")
+            except UrlRefused as exc:
+                raise forms.ValidationError(str(exc)) from None
+        return self.cleaned_data.get("api_base_url") or typed
+
+    def clean_settings(self) -> Any:
+        value = self.cleaned_data.get("settings")
+        if isinstance(value, dict):
+            for key in URL_SETTING_KEYS:
+                if value.get(key):
+                    try:
+                        url_validate(str(value[key]), what=f"settings.{key}")
+                    except UrlRefused as exc:
+                        raise forms.ValidationError(str(exc)) from None
+        return value
 
     def clean_compute_nodes(self) -> str:
         text = self.cleaned_data["compute_nodes"]
@@ -197,11 +216,20 @@ class ClusterAccessAdmin(admin.ModelAdmin):
         return obj.has_api_token
 
     def save_model(self, request: HttpRequest, obj: ClusterAccess, form: Any, change: bool) -> None:
+        before = ClusterAccess.objects.filter(pk=obj.pk).values("api_base_url", "settings").first() if obj.pk else None
         super().save_model(request, obj, form, change)
+        notes: list[str] = []
+        if before is not None:  # a URL whose origin changed unbinds the secrets entered for the old one
+            notes = secret_binding.access_urls_changed(
+                access=obj, old_api_base_url=before["api_base_url"], old_settings=before["settings"]
+            )
         if form.cleaned_data.get("clear_api_token"):
             services.cluster_access_set_api_token(access=obj, token="")
         elif form.cleaned_data.get("api_token"):
             services.cluster_access_set_api_token(access=obj, token=form.cleaned_data["api_token"])
+            notes = [n for n in notes if "API token was removed" not in n]
+        for note in notes:
+            self.message_user(request, note, messages.WARNING)
 
     @admin.action(description="Fetch host keys to pin (shows fingerprints first)")
     def action_fetch_host_keys(
@@ -313,7 +341,8 @@ class TenantAccountForm(forms.ModelForm):
     password = forms.CharField(
         required=False, widget=SECRET_WIDGET,
         help_text="Write-only. The tenant's HTTP login for the metrics and log URLs (with the username, or the "
-        "one the settings' http_users name); used for SSH only when no private key is given.",
+        "one the settings' http_users name); used for SSH only when no private key is given. It is sent only to "
+        "the web addresses set when it is typed: after a URL change, type it again.",
     )
 
     class Meta:
@@ -347,6 +376,16 @@ class TenantAccountAdmin(admin.ModelAdmin):
     list_filter = ["cluster__provider"]
     search_fields = ["label", "username", "cluster__name"]
     list_select_related = ["cluster__provider"]
+    readonly_fields = ["password_sent_to"]
+
+    @admin.display(description="HTTP password sent to")
+    def password_sent_to(self, obj: TenantAccount) -> str:
+        """The origins the password was typed for; a web URL changed since gets it only once it is typed again."""
+        if not obj.pk or not obj.password_encrypted:
+            return "no password stored"
+        return ", ".join(obj.password_origins or []) or (
+            "no web address: type the password again once the metrics and log URLs are set"
+        )
 
     def save_model(self, request: HttpRequest, obj: TenantAccount, form: Any, change: bool) -> None:
         data = form.cleaned_data

@@ -168,6 +168,11 @@ class ClusterAccess(models.Model):
     )
     api_base_url = models.URLField(blank=True, help_text="Provider API base URL, if any.")
     api_token_encrypted = models.TextField(blank=True, editable=False)
+    api_token_origin = models.CharField(
+        max_length=300, blank=True, editable=False,
+        help_text="The origin (scheme://host:port) of the API URL the token was entered for; the token is "
+        "sent nowhere else (probes.egress).",
+    )
     disruptive_opt_in = models.BooleanField(
         default=False, help_text="The provider agreed that disruptive probes (fault injection) may run here."
     )
@@ -206,6 +211,11 @@ class TenantAccount(models.Model):
     private_key_encrypted = models.TextField(blank=True, editable=False)
     passphrase_encrypted = models.TextField(blank=True, editable=False)
     password_encrypted = models.TextField(blank=True, editable=False)
+    password_origins = models.JSONField(
+        default=list, blank=True, editable=False,
+        help_text="The origins (scheme://host:port) of the web endpoints the password was entered for; it "
+        "is sent as an HTTP login to these only (probes.egress).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -28,8 +28,9 @@ from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.db import transaction
 from django.db.models import Model
 
-from probes import services
+from probes import secret_binding, services
 from probes.catalog import probe_list
+from probes.egress import HttpCredential, UrlRefused, url_refusal, url_validate
 from probes.models import ClusterAccess, HostKeyPin, TenantAccount
 from probes.transport import Command, TransportError
 from providers.models import Cluster
@@ -158,9 +159,12 @@ def setting_value_parse(field: SettingField, raw: str) -> Any:
     if not text:
         return None
     if field.kind == "url":
-        if not re.match(r"^https?://[^\s/]+", text):
+        if not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", text):
             raise OnboardingError(f"{field.label}: start with http:// or https:// and a host ({text!r})")
-        return text
+        try:
+            return url_validate(text, what=field.label)
+        except UrlRefused as exc:
+            raise OnboardingError(str(exc)) from None
     if field.kind == "hostport":
         if not _HOSTPORT.match(text) or not 1 <= int(text.rsplit(":", 1)[1]) <= 65535:
             raise OnboardingError(f"{field.label}: write host:port, e.g. 10.0.0.2:514 ({text!r})")
@@ -273,40 +277,77 @@ ACCESS_FIELDS = ("login_host", "login_port", "inventory_source", "node_access", 
                  "api_base_url", "disruptive_opt_in", "max_concurrency")
 
 
+@dataclass(frozen=True)
+class Saved:
+    """What a save wrote, and what it did to the stored secrets, in words (shown on the page)."""
+
+    access: ClusterAccess
+    notes: tuple[str, ...] = ()
+
+
 @transaction.atomic
 def cluster_access_save(
     *, cluster: Cluster, values: Mapping[str, Any], api_token: str = "", clear_api_token: bool = False,
     user: Any = None,
-) -> ClusterAccess:
-    """Create or update the cluster's access (validated values), and its API token, write-only."""
+) -> Saved:
+    """Create or update the cluster's access (validated values), and its API token, write-only.
+
+    The token is bound to the API URL's origin when it is typed; a new origin removes the stored
+    token (``probes.secret_binding``) and the notes ask for it again.
+    """
     access = ClusterAccess.objects.select_for_update().filter(cluster=cluster).first()
     created = access is None
     access = access or ClusterAccess(cluster=cluster)
+    old_api_url = access.api_base_url
+    if values.get("api_base_url"):
+        try:
+            url_validate(str(values["api_base_url"]), what="Provider API URL")
+        except UrlRefused as exc:
+            raise OnboardingError(str(exc)) from None
     changed = [name for name in ACCESS_FIELDS if name in values and getattr(access, name) != values[name]]
     for name in ACCESS_FIELDS:
         if name in values:
             setattr(access, name, values[name])
     access.full_clean(exclude=["cluster", "settings"])
     access.save()
+    notes = [] if created else secret_binding.access_urls_changed(
+        access=access, old_api_base_url=old_api_url, old_settings=access.settings)
+    if not access.api_token_encrypted and not created and any("API token was removed" in n for n in notes):
+        changed.append("API token removed (its URL's origin changed)")
     if clear_api_token:
         services.cluster_access_set_api_token(access=access, token="")
         changed.append("API token removed")
     elif api_token:
         services.cluster_access_set_api_token(access=access, token=api_token)
-        changed.append("API token replaced")
+        changed.append(f"API token replaced (bound to {access.api_token_origin or 'no URL'})")
+        notes = [n for n in notes if "API token was removed" not in n]
     _audit(user, access, ADDITION if created else CHANGE,
            "access created" if created else f"access changed ({', '.join(changed) or 'nothing'})")
-    return access
+    return Saved(access, tuple(notes))
 
 
 @transaction.atomic
-def cluster_settings_save(*, access: ClusterAccess, settings: dict[str, Any], user: Any = None) -> ClusterAccess:
+def cluster_settings_save(
+    *, access: ClusterAccess, settings: dict[str, Any], passwords: Mapping[str, str] | None = None, user: Any = None,
+) -> Saved:
+    """Store the settings; a web endpoint whose origin changed gets no tenant password until the
+    password is typed again (the notes say which). ``passwords`` (tenant label -> password, typed
+    on the same page) are stored and bound to the web endpoints as just saved."""
+    for field in SETTINGS:
+        if field.kind == "url" and settings.get(field.key):
+            setting_value_parse(field, str(settings[field.key]))  # refuses ftp://, loopback ... in words
     old = dict(access.settings or {})
     changed = sorted(k for k in set(old) | set(settings) if old.get(k) != settings.get(k))
     access.settings = settings
     access.save(update_fields=["settings"])
+    notes = secret_binding.access_urls_changed(access=access, old_api_base_url=access.api_base_url, old_settings=old)
     _audit(user, access, CHANGE, f"settings changed ({', '.join(changed) or 'nothing'})")
-    return access
+    typed = {label: pw for label, pw in (passwords or {}).items() if pw}
+    if typed:
+        for account in TenantAccount.objects.filter(cluster=access.cluster, label__in=list(typed)).order_by("label"):
+            tenant_password_enter_again(account=account, password=typed[account.label], user=user)
+        notes = secret_binding.password_gaps(access=access)
+    return Saved(access, tuple(notes))
 
 
 def _access_of(cluster: Cluster) -> ClusterAccess:
@@ -336,6 +377,21 @@ def tenant_account_add(
         raise OnboardingError(f"Tenant {label}: {exc}") from exc
     _audit(user, access, CHANGE, f"tenant {label} ({username}) added, authenticating by {account.auth_kind}"
            + (" with an HTTP password" if account.private_key_encrypted and account.password_encrypted else ""))
+    return account
+
+
+@transaction.atomic
+def tenant_password_enter_again(*, account: TenantAccount, password: str, user: Any = None) -> TenantAccount:
+    """The tenant's password typed again: stored, and bound to the web endpoints' origins as they are now."""
+    access = _access_of(account.cluster)
+    if not password:
+        raise OnboardingError(f"Tenant {account.label}: type the password.")
+    try:
+        services.tenant_account_set_secrets(account=account, password=password)
+    except services.ProbeRunError as exc:
+        raise OnboardingError(f"Tenant {account.label}: {exc}") from exc
+    _audit(user, access, CHANGE, f"tenant {account.label}: HTTP password entered again, sent to "
+           f"{', '.join(account.password_origins) or 'no web URL yet'}")
     return account
 
 
@@ -411,27 +467,89 @@ class Check:
 WHOAMI = Command("id -un")
 
 
-def _http_check(piece: str, url: str | None, path: str, auth: tuple[str, str] | None, params: dict[str, str],
-                what: str) -> Check:
+#: The three answers a check may report about a URL (issue 24): it answered as the expected API,
+#: it refused the login, or nothing usable answered. A closed port, a service of another kind and
+#: an answer that is not the expected API all read the same, so the page is no port scanner.
+ANSWERED, REFUSED, NO_ANSWER = "answered", "refused", "no answer"
+
+
+def _answer_kind(answer: Any, readable: Any) -> str:
+    if answer.status in (401, 403):
+        return REFUSED
+    if answer.ok:
+        try:
+            if readable(answer.body):
+                return ANSWERED
+        except (ValueError, TypeError, AttributeError):
+            pass
+    return NO_ANSWER
+
+
+def _prometheus_answer(body: str) -> bool:
+    doc = json.loads(body or "null")
+    return isinstance(doc, dict) and doc.get("status") == "success" and isinstance(doc.get("data"), dict)
+
+
+def _log_answer(body: str) -> bool:
+    from probes.parsers import ParseError
+    from probes.parsers.logs import parse_log_response
+
+    if not body.lstrip().startswith(("{", "[")):
+        return False  # the log API answers JSON; a page of text is some other service
+    try:
+        parse_log_response(body)
+    except ParseError:
+        return False
+    return True
+
+
+def _node_list(body: str) -> bool:
+    doc = json.loads(body or "null")
+    return isinstance(doc, dict) and isinstance(doc.get("nodes"), list)
+
+
+def _http_check(piece: str, url: str | None, path: str, auth: HttpCredential | None,
+                params: dict[str, str], what: str, readable: Any) -> Check:
+    """One web endpoint checked with a tenant's HTTP login: answered / refused / no answer."""
     from probes.catalog._support import http  # the catalog's one bounded HTTP client
 
     if not url:
         return Check(piece, NOT_CHECKED, f"no {what} URL is set (settings step): the probes that need it are declined")
+    refused = url_refusal(url)
+    if refused:
+        return Check(piece, FAILED, f"not checked: {refused}")
     if auth is None:
         return Check(piece, NOT_CHECKED, "no tenant has a password, which is the HTTP login for it (tenants step)")
+    if not auth.allows(url):
+        return Check(piece, NOT_CHECKED, f"{url}: the tenants' HTTP password was not sent, since it was entered "
+                     "for another address (or before this URL was set). Enter it again on the tenants step.")
     answer = http("GET", url.rstrip("/") + path, auth=auth, params=params, timeout_s=10)
-    if answer.status == 0:
-        return Check(piece, FAILED, f"{url} did not answer: {answer.error[:200]}")
-    if answer.status in (401, 403):
-        return Check(piece, FAILED, f"{url} refused the tenant's HTTP login ({answer.status})")
-    if not answer.ok:
-        return Check(piece, FAILED, f"{url}{path} answered HTTP {answer.status}")
+    kind = _answer_kind(answer, readable)
+    if kind == ANSWERED:
+        return Check(piece, OK, f"{url}: answered the query of {auth.username} as a {what} API")
+    if kind == REFUSED:
+        return Check(piece, FAILED, f"{url}: refused the HTTP login of {auth.username}")
+    return Check(piece, FAILED, f"{url}: no answer (nothing answered as a {what} API)")
+
+
+def _api_check(ctx: Any) -> Check:
+    from probes.catalog._support import CredentialNotBound, http
+
+    piece = "Provider API token"
+    refused = url_refusal(ctx.api.base_url)
+    if refused:
+        return Check(piece, FAILED, f"not checked: {refused}")
     try:
-        body = json.loads(answer.body or "null")
-    except ValueError:
-        return Check(piece, FAILED, f"{url}{path} answered {answer.status} but not with JSON")
-    return Check(piece, OK, f"{url}{path} answered {answer.status} to {auth[0]}"
-                 + (f" ({body.get('status')})" if isinstance(body, dict) and body.get("status") else ""))
+        answer = http("GET", ctx.api.base_url.rstrip("/") + "/v1/nodes", auth=ctx.api.credential, timeout_s=10)
+    except CredentialNotBound as exc:
+        return Check(piece, NOT_CHECKED, exc.summary)
+    kind = _answer_kind(answer, _node_list)
+    if kind == ANSWERED:
+        count = len(json.loads(answer.body)["nodes"])
+        return Check(piece, OK, f"{ctx.api.base_url}: answered GET /v1/nodes with the token, listing {count} node(s)")
+    if kind == REFUSED:
+        return Check(piece, FAILED, f"{ctx.api.base_url}: refused the token")
+    return Check(piece, FAILED, f"{ctx.api.base_url}: no answer (nothing answered as the provider API)")
 
 
 def cluster_onboarding_check(*, cluster: Cluster, user: Any = None) -> list[Check]:
@@ -476,32 +594,20 @@ def cluster_onboarding_check(*, cluster: Cluster, user: Any = None) -> list[Chec
             checks.append(Check("Provider API token", NOT_CHECKED,
                                 "no API URL and token stored (access step): the probes that need the API are declined"))
         else:
-            from probes.catalog._support import http
-
-            answer = http("GET", ctx.api.base_url.rstrip("/") + "/v1/nodes", bearer=ctx.api.token, timeout_s=10)
-            if answer.ok:
-                try:
-                    count = len(json.loads(answer.body or "{}").get("nodes", []))
-                    checks.append(Check("Provider API token", OK, f"GET /v1/nodes with the token answered {answer.status}, "
-                                        f"listing {count} node(s)"))
-                except (ValueError, AttributeError):
-                    checks.append(Check("Provider API token", FAILED, "GET /v1/nodes answered, but not with a node list"))
-            elif answer.status in (401, 403):
-                checks.append(Check("Provider API token", FAILED, f"the API refused the token ({answer.status})"))
-            elif answer.status == 0:
-                checks.append(Check("Provider API token", FAILED, f"{ctx.api.base_url} did not answer: {answer.error[:200]}"))
-            else:
-                checks.append(Check("Provider API token", FAILED, f"GET /v1/nodes answered HTTP {answer.status}"))
+            checks.append(_api_check(ctx))
         http_tenant = next((t for t in ctx.tenants if t.credentials.password), None)
         auth = None
         if http_tenant is not None:
             users = ctx.settings.get("http_users") or {}
-            auth = (str(users.get(http_tenant.label, http_tenant.credentials.username)), http_tenant.credentials.password)
+            auth = HttpCredential(
+                kind="basic", origins=frozenset(http_tenant.http_origins), secret=http_tenant.credentials.password or "",
+                username=str(users.get(http_tenant.label, http_tenant.credentials.username)),
+            )
         settings_ = ctx.settings
         checks.append(_http_check("Metrics URL", settings_.get("metrics_url"), "/api/v1/query", auth,
-                                  {"query": "up"}, "metrics"))
+                                  {"query": "up"}, "metrics", _prometheus_answer))
         checks.append(_http_check("Log URL", settings_.get("logs_url"), "/query", auth,
-                                  {"contains": "opgrade-onboarding-check", "limit": "1"}, "log"))
+                                  {"contains": "opgrade-onboarding-check", "limit": "1"}, "log", _log_answer))
     finally:
         ctx.close()
     secrets_ = ctx.secrets()

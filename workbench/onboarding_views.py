@@ -29,8 +29,9 @@ from django.views.decorators.http import require_http_methods, require_safe
 from config.access import Role
 from probes import onboarding
 from probes import services as probe_services
-from probes.admin import ClusterAccessForm, TenantAccountForm
+from probes.admin import SECRET_WIDGET, ClusterAccessForm, TenantAccountForm
 from probes.models import ClusterAccess, HostKeyPin, TenantAccount
+from probes.secret_binding import password_gaps
 from probes.transport import TransportError
 from providers.models import Cluster, Cycle
 from workbench import selectors
@@ -134,7 +135,7 @@ def onboard_access(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            onboarding.cluster_access_save(
+            saved = onboarding.cluster_access_save(
                 cluster=cluster, values={k: data[k] for k in onboarding.ACCESS_FIELDS if k in data},
                 api_token=data.get("api_token") or "", clear_api_token=bool(data.get("clear_api_token")),
                 user=request.user,
@@ -144,6 +145,8 @@ def onboard_access(request: HttpRequest, pk: int) -> HttpResponse:
         except forms.ValidationError as exc:
             form.add_error(None, "; ".join(exc.messages))
         else:
+            for note in saved.notes:  # a secret the change unbound: asked for again, in words
+                messages.warning(request, note)
             messages.success(request, "Access saved. Next: the tenant accounts Opgrade logs in as.")
             return _to("tenants", cluster)
     return _page(request, cluster, "access", "workbench/onboarding/form.html", form=form,
@@ -176,6 +179,17 @@ def onboard_tenants(request: HttpRequest, pk: int) -> HttpResponse:
     _require(request, ACTORS)
     cluster = _cluster(pk)
     form = TenantStepForm(None, instance=TenantAccount(cluster=cluster))
+    if request.method == "POST" and request.POST.get("action") == "password":
+        account = get_object_or_404(TenantAccount, pk=_int(request.POST.get("tenant")), cluster=cluster)
+        try:
+            onboarding.tenant_password_enter_again(account=account, password=request.POST.get("password") or "",
+                                                   user=request.user)
+        except onboarding.OnboardingError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, f"Tenant {account.label}: password stored, sent as the HTTP login to "
+                                      f"{', '.join(account.password_origins) or 'no web URL yet (settings step)'} only.")
+        return _to("tenants", cluster)
     if request.method == "POST" and request.POST.get("action") == "remove":
         account = get_object_or_404(TenantAccount, pk=_int(request.POST.get("tenant")), cluster=cluster)
         try:
@@ -201,7 +215,9 @@ def onboard_tenants(request: HttpRequest, pk: int) -> HttpResponse:
                 messages.success(request, f"Tenant {data['label']} added (secrets stored encrypted).")
                 return _to("tenants", cluster)
     tenants = TenantAccount.objects.filter(cluster=cluster).order_by("label")
-    return _page(request, cluster, "tenants", "workbench/onboarding/tenants.html", form=form, tenants=tenants)
+    gaps = password_gaps(access=ClusterAccess.objects.filter(cluster=cluster).first())
+    return _page(request, cluster, "tenants", "workbench/onboarding/tenants.html", form=form, tenants=tenants,
+                 password_gaps=gaps)
 
 
 def _int(value: Any) -> int:
@@ -264,9 +280,22 @@ class SettingsStepForm(forms.Form):
                   "settings the catalog declares, with a value of their type. Empty: the catalog's defaults.",
     )
 
-    def __init__(self, *args: Any, current: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, current: dict[str, Any], tenants: list[TenantAccount] | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.current = current
+        # A password goes only to the web URLs set when it was typed (issue 24): typing it here sends it
+        # to the URLs saved with this form. Write-only; empty keeps it where it goes now.
+        self.password_labels = {}
+        for account in tenants or []:
+            name = f"http_password_{account.label}"
+            self.password_labels[name] = account.label
+            self.fields[name] = forms.CharField(
+                required=False, label=f"HTTP password of {account.label}", widget=SECRET_WIDGET,
+                help_text="Write-only. Type it to send it to the metrics, Pushgateway and log URLs above as saved; "
+                          "empty: it keeps going only to "
+                          f"{', '.join(account.password_origins or []) or 'no web address (none was set when it was typed)'}.",
+            )
         for field in reversed(onboarding.SETTINGS):
             multi = field.kind in {"paths", "lines", "users"}
             self.fields = {field.key: forms.CharField(
@@ -307,15 +336,21 @@ def onboard_settings(request: HttpRequest, pk: int) -> HttpResponse:
     if access is None:
         messages.error(request, "Save the cluster's access (login host and port) first.")
         return _to("access", cluster)
-    form = SettingsStepForm(request.POST or None, current=dict(access.settings or {}))
+    tenants = list(TenantAccount.objects.filter(cluster=cluster).exclude(password_encrypted="").order_by("label"))
+    form = SettingsStepForm(request.POST or None, current=dict(access.settings or {}), tenants=tenants)
     if request.method == "POST" and form.is_valid():
-        onboarding.cluster_settings_save(access=access, settings=form.cleaned_data["settings"], user=request.user)
+        passwords = {label: form.cleaned_data.get(name) or "" for name, label in form.password_labels.items()}
+        saved = onboarding.cluster_settings_save(access=access, settings=form.cleaned_data["settings"],
+                                                 passwords=passwords, user=request.user)
+        for note in saved.notes:  # a web URL the tenants' passwords are not bound to: asked for again
+            messages.warning(request, note)
         messages.success(request, "Settings saved. Next: check that each piece works.")
         return _to("check", cluster)
     return _page(request, cluster, "settings", "workbench/onboarding/form.html", form=form,
                  other_keys=onboarding.cluster_settings_other_keys(access.settings or {}),
-                 intro="The settings the probes read, by name. Nothing here is secret; the tenants' passwords "
-                       "are the HTTP logins for the metrics and log URLs.")
+                 intro="The settings the probes read, by name. Only the tenants' HTTP passwords at the end are "
+                       "secret: a password goes only to the metrics, Pushgateway and log URLs set when it was "
+                       "typed, so type it here when you set or change those URLs.")
 
 
 # --------------------------------------------------------------------------------------- check

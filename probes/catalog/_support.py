@@ -6,8 +6,9 @@
 * :func:`run` runs a fixed :class:`~probes.transport.Command` as a tenant and turns a timeout into
   :class:`Abort` (outcome ``timeout``) so probes read straight through.
 * :func:`http` is the only place the catalog speaks HTTP (the tenant-facing metrics and log
-  APIs, the provider API): http(s) only, no redirects, bounded time and size, and its evidence
-  is redacted (credentials never leave this module in clear).
+  APIs, the provider API): http(s) only, to addresses the egress policy allows, a credential
+  only to the origin it was bound to (``probes.egress``), no redirects, bounded time and size;
+  its evidence is redacted and never holds the answer's body.
 * :func:`new_nonce` makes canary names for the canary method (domain.md).
 
 Not pure (it talks to hosts); the parsing it leads to is in ``probes/parsers``.
@@ -41,6 +42,7 @@ from probes.catalog.base import (
     Threshold,
     Thresholds,
 )
+from probes.egress import CheckedAdapter, HttpCredential, origin_of, url_refusal
 from probes.parsers import ParseError
 from probes.parsers.redaction import clean, redact
 from probes.thresholds import definition
@@ -198,74 +200,119 @@ def new_nonce(prefix: str = "opgrade") -> str:
 class HttpResult:
     method: str
     url: str
-    status: int  # 0 when no HTTP answer came (refused, timeout)
-    body: str
+    status: int  # 0 when no HTTP answer came (refused, timeout, an address Opgrade may not reach)
+    body: str = field(repr=False)
     request_headers: Mapping[str, str] = field(default_factory=dict)
     error: str = ""
+    content_type: str = ""
 
     @property
     def ok(self) -> bool:
         return 200 <= self.status < 300
 
-    def evidence(self, *, secrets_: Iterable[str] = (), max_bytes: int = 2048) -> dict[str, Any]:
-        """The request and response, redacted: credentials masked, body bounded."""
+    def evidence(self, *, secrets_: Iterable[str] = (), excerpt: str | None = None, max_bytes: int = 2048) -> dict[str, Any]:
+        """The request and what came back, redacted: credentials masked, and never the answer's body.
+
+        A body is the foreign service's text (issue 24: a metrics URL pointed at an internal service
+        must not copy that service's answer into a finding); a probe that needs some of it keeps
+        what it parsed, passed here as ``excerpt`` (bounded and redacted) or in its own evidence keys.
+        """
         headers = {k: redact(f"{k}: {v}").split(": ", 1)[1] for k, v in self.request_headers.items()}
+        response: dict[str, Any] = {"status": self.status, "content_type": self.content_type[:100],
+                                    "bytes": len(self.body.encode())}
+        if excerpt is not None:
+            response["body"] = clean(excerpt, secrets=secrets_, max_bytes=max_bytes)
         return {
             "request": {"method": self.method, "url": redact(self.url, secrets=secrets_), "headers": headers},
-            "response": {
-                "status": self.status,
-                "body": clean(self.body, secrets=secrets_, max_bytes=max_bytes),
-            },
+            "response": response,
             **({"error": clean(self.error, secrets=secrets_, max_bytes=256)} if self.error else {}),
         }
+
+
+class CredentialNotBound(Abort):
+    """A secret asked to go to an origin it was not entered for: nothing was sent."""
+
+    def __init__(self, url: str, credential: HttpCredential) -> None:
+        what = "the provider API token" if credential.kind == "bearer" else f"the HTTP password of {credential.username}"
+        super().__init__(
+            Outcome.ERROR,
+            f"{what} was not sent to {origin_of(url) or url}: it was entered for "
+            f"{', '.join(sorted(credential.origins)) or 'no web address'}. Enter it again for this URL "
+            "(onboarding: access step for the token, tenants step for passwords).",
+        )
+
+
+_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 
 
 def http(
     method: str,
     url: str,
     *,
-    auth: tuple[str, str] | None = None,
-    bearer: str | None = None,
+    auth: HttpCredential | None = None,
     headers: Mapping[str, str] | None = None,
     params: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
     body: Any = None,
     timeout_s: float = 10.0,
 ) -> HttpResult:
-    """One bounded HTTP request (requests; redirects are not followed, the environment's proxies
-    and .netrc are not read); never raises for HTTP or network errors (status 0 + error)."""
-    parsed = urllib.parse.urlsplit(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise ValueError(f"refusing URL {url!r}: http(s) with a host only")
+    """One bounded HTTP request; never raises for HTTP or network errors (status 0 + error).
+
+    * http(s) only, no ``user:password@`` in the URL, and only to addresses the egress policy allows
+      (``probes.egress``): the resolved addresses before connecting, the peer address after.
+    * A credential is attached only when the request's origin is one it was bound to; otherwise
+      :class:`CredentialNotBound` is raised and nothing is sent. No caller-made Authorization or
+      Cookie header is passed on.
+    * Redirects are not followed (a credential never travels to where a Location points), the
+      environment's proxies and .netrc are not read, the answer is read up to HTTP_MAX_BYTES.
+    """
+    if auth is not None and not isinstance(auth, HttpCredential):
+        raise TypeError("http(): auth must be an HttpCredential bound to its origins, not a bare secret")
+    if any(k.lower() in _SECRET_HEADERS for k in (headers or {})):
+        raise ValueError("http(): credentials go through auth=HttpCredential only, never as a header")
     sent: dict[str, str] = dict(headers or {})
-    if bearer is not None:
-        sent["Authorization"] = f"Bearer {bearer}"
     data = None
     if body is not None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         sent.setdefault("Content-Type", "application/json" if not isinstance(body, bytes) else "text/plain")
+    refused = url_refusal(url)
+    if refused:
+        return HttpResult(method, url, 0, "", {}, error=f"not sent: {refused}")
     request = requests.Request(
-        method, url, headers=sent, params=list(params.items()) if isinstance(params, Mapping) else params,
-        data=data, auth=HTTPBasicAuth(*auth) if auth is not None and bearer is None else None,
+        method, url, headers=sent, params=list(params.items()) if isinstance(params, Mapping) else params, data=data,
     ).prepare()
     url = request.url or url
+    if auth is not None:
+        if not auth.allows(url):
+            raise CredentialNotBound(url, auth)
+        if auth.kind == "bearer":
+            request.headers["Authorization"] = f"Bearer {auth.secret}"
+        else:
+            request.prepare_auth(HTTPBasicAuth(auth.username, auth.secret))
     sent = {k: v for k, v in request.headers.items() if k != "Content-Length"}
     with requests.Session() as session:
         session.trust_env = False
+        session.mount("http://", CheckedAdapter())
+        session.mount("https://", CheckedAdapter())
         try:
             with session.send(request, timeout=timeout_s, allow_redirects=False, stream=True) as resp:
                 raw = resp.raw.read(HTTP_MAX_BYTES, decode_content=True)
-                return HttpResult(method, url, resp.status_code, raw.decode("utf-8", "replace"), sent)
+                return HttpResult(method, url, resp.status_code, raw.decode("utf-8", "replace"), sent,
+                                  content_type=str(resp.headers.get("Content-Type", "")))
         except (requests.RequestException, OSError) as exc:
             return HttpResult(method, url, 0, "", sent, error=str(exc))
 
 
-def tenant_http_auth(ctx: ProbeContext, label: str) -> tuple[str, str] | None:
-    """The tenant's login for the provider's web endpoints (metrics, logs): username + password."""
+def tenant_http_auth(ctx: ProbeContext, label: str) -> HttpCredential | None:
+    """The tenant's login for the provider's web endpoints (metrics, logs): username + password,
+    bound to the origins the password was entered for (None: the tenant has no password)."""
     tenant = ctx.tenant(label)
     users = ctx.settings.get("http_users") or {}
     if not tenant.credentials.password:
         return None
-    return str(users.get(label, tenant.credentials.username)), tenant.credentials.password
+    return HttpCredential(
+        kind="basic", origins=frozenset(tenant.http_origins), username=str(users.get(label, tenant.credentials.username)),
+        secret=tenant.credentials.password,
+    )
 
 
 def endpoint_url(ctx: ProbeContext, key: str) -> str | None:
@@ -288,7 +335,7 @@ def provider_call(
     if ctx.api is None:
         raise Abort(Outcome.DECLINED, "declined: the provider offers no API for this (none is registered)")
     result = http(
-        method, ctx.api.base_url.rstrip("/") + path, bearer=ctx.api.token, body=body, timeout_s=timeout_s
+        method, ctx.api.base_url.rstrip("/") + path, auth=ctx.api.credential, body=body, timeout_s=timeout_s
     )
     if result.status == 0:
         raise Abort(

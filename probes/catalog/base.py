@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from probes.egress import HttpCredential
 from probes.transport import (
     AuthFailed,
     CommandResult,
@@ -150,12 +151,20 @@ class Tenant:
 
     label: str
     credentials: Credentials
+    #: the origins (scheme://host:port) the password was entered for: the only ones it goes to over HTTP
+    http_origins: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
 class ProviderApi:
     base_url: str
     token: str = field(default="", repr=False)
+    #: the origin the token was entered for (probes.egress): the only one it is sent to
+    origin: str = ""
+
+    @property
+    def credential(self) -> HttpCredential:
+        return HttpCredential(kind="bearer", origins=frozenset([self.origin] if self.origin else []), secret=self.token)
 
 
 EVIDENCE_TEXT_BYTES = 4096

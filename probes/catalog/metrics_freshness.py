@@ -39,6 +39,7 @@ from probes.catalog._support import (
     wait_for,
 )
 from probes.catalog.base import FindingDraft, Outcome, ProbeContext, Target
+from probes.egress import HttpCredential
 from probes.parsers import ParseError
 from probes.parsers.prometheus import parse_response, vector_samples
 from probes.transport import Command
@@ -99,7 +100,7 @@ def stop_load(pids: list[str]) -> Command:
     return Command("kill " + " ".join(f"{{{n}}}" for n in names) + " 2>/dev/null; true", **names)
 
 
-def _first_value(url: str, auth: tuple[str, str], promql: str) -> float | None:
+def _first_value(url: str, auth: HttpCredential, promql: str) -> float | None:
     """The first sample's value of an instant query, or None (no sample, or an answer that is not one)."""
     resp = http("GET", f"{url}/api/v1/query", auth=auth, params={"query": promql})
     try:
@@ -115,7 +116,7 @@ class MetricsFreshness(CatalogProbe, definition="metrics_freshness"):
         ctx: ProbeContext,
         target: Target,
         url: str,
-        auth: tuple[str, str],
+        auth: HttpCredential,
         node: str,
         baseline: dict[str, float],
         cores: float,

@@ -15,6 +15,8 @@ from probes.catalog.base import FindingDraft, Outcome, ProbeContext, Scope, Targ
 from probes.parsers import ParseError
 from probes.parsers.prometheus import parse_response, retention_days
 
+RETENTION_FLAGS = ("storage.tsdb.retention.time", "storage.tsdb.retention", "storage.tsdb.retention.size")
+
 
 @register
 class RetentionDays(CatalogProbe, definition="retention_days"):
@@ -30,14 +32,20 @@ class RetentionDays(CatalogProbe, definition="retention_days"):
                 "declined: the provider gives tenants no metrics endpoint (none registered: settings.metrics_url + tenant password)",
             )
         resp = http("GET", f"{url}/api/v1/status/flags", auth=auth)
-        evidence = resp.evidence(secrets_=ctx.secrets(), max_bytes=512)
+        # Only what is parsed is kept: the retention flags, never the answer's body (a metrics URL
+        # pointed at another service must not copy that service's answer into a finding).
+        evidence = resp.evidence(secrets_=ctx.secrets())
         try:
             flags = parse_response(resp.body).data or {}
-            days = retention_days({str(k): str(v) for k, v in dict(flags).items()})
-        except (ParseError, TypeError, ValueError, json.JSONDecodeError) as exc:
+            kept = {str(k): str(v)[:100] for k, v in dict(flags).items() if str(k) in RETENTION_FLAGS}
+            if not kept:  # Prometheus lists every flag; an answer naming none is not its flags page
+                raise ValueError("no retention flag")
+            days = retention_days(kept)
+        except (ParseError, TypeError, ValueError, json.JSONDecodeError):
             raise Abort(
-                Outcome.ERROR, f"retention not readable (HTTP {resp.status}): {exc}", evidence
-            ) from exc
+                Outcome.ERROR, f"retention not readable: no Prometheus flags answer (HTTP {resp.status})", evidence
+            ) from None
+        evidence["flags"] = kept
         if days is None:
             raise Abort(Outcome.ERROR, "only a size-based retention is configured", evidence)
         days = round(days, 3)

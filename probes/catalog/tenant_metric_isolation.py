@@ -32,6 +32,7 @@ from probes.catalog._support import (
     wait_for,
 )
 from probes.catalog.base import FindingDraft, Outcome, ProbeContext, Target
+from probes.egress import HttpCredential
 from probes.parsers import ParseError
 from probes.parsers.prometheus import find_nonce, parse_response
 from probes.parsers.redaction import nonce_excerpt
@@ -148,14 +149,14 @@ class TenantMetricIsolation(CatalogProbe, definition="tenant_metric_isolation"):
         target: Target,
         url: str,
         push: str,
-        auth: tuple[str, str],
+        auth: HttpCredential,
         observer: str,
         victim: str,
         nonce: str,
     ) -> FindingDraft:
         hits, paths = [], {}
         secrets_ = ctx.secrets()
-        for name, method, path, options in attempts(nonce, auth[0], ctx.tenant(victim).credentials.username):
+        for name, method, path, options in attempts(nonce, auth.username, ctx.tenant(victim).credentials.username):
             full = push + path.removeprefix("push:") if path.startswith("push:") else url + path
             resp = http(method, full, auth=auth, **options)
             for _ in range(RETRIES):  # a dropped link or a proxy restarting: ask again before giving up on the path

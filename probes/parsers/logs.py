@@ -25,7 +25,7 @@ class LogLine:
 def _from_json(doc: Any) -> list[LogLine]:
     if isinstance(doc, dict) and "data" in doc and isinstance(doc["data"], dict):
         if doc.get("status") not in (None, "success"):
-            raise ParseError(f"log API error: {str(doc.get('error', doc))[:120]}")
+            raise ParseError(f"log API error: {str(doc.get('error', ''))[:120]}")  # its message, never the document
         out = []
         for stream in doc["data"].get("result", []):
             labels = tuple(sorted((str(k), str(v)) for k, v in (stream.get("stream") or {}).items()))

@@ -32,7 +32,8 @@ def parse_response(body: str | bytes) -> PromResponse:
     try:
         doc = json.loads(body)
     except (TypeError, ValueError) as exc:
-        raise ParseError(f"not a Prometheus JSON response: {str(body)[:80]!r}") from exc
+        # never quote the body: it may be another service's answer (issue 24)
+        raise ParseError(f"not a Prometheus JSON response ({len(body or '')} bytes)") from exc
     if not isinstance(doc, dict) or doc.get("status") not in ("success", "error"):
         raise ParseError("JSON without a Prometheus 'status' field")
     error = f"{doc.get('errorType', '')}: {doc.get('error', '')}" if doc["status"] == "error" else ""

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import database_from_url, env_bool, env_int, redis_url
+from config.env import database_from_url, env_bool, env_int, env_networks, redis_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,6 +61,18 @@ def test_a_bad_redis_url_names_the_variable(monkeypatch):
     monkeypatch.setenv("REDIS_URL", "http://127.0.0.1:6379")
     with pytest.raises(ImproperlyConfigured, match="REDIS_URL"):
         redis_url("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def test_url_allow_networks_are_cidrs_and_a_bad_one_names_the_variable(monkeypatch):
+    monkeypatch.delenv("OPGRADE_URL_ALLOW_NETWORKS", raising=False)
+    assert env_networks("OPGRADE_URL_ALLOW_NETWORKS") == ()  # production: no network allowed beyond the policy
+    monkeypatch.setenv("OPGRADE_URL_ALLOW_NETWORKS", "127.0.0.0/8, 10.200.0.0/16,::1/128")
+    assert [str(n) for n in env_networks("OPGRADE_URL_ALLOW_NETWORKS")] == ["127.0.0.0/8", "10.200.0.0/16", "::1/128"]
+    monkeypatch.setenv("OPGRADE_URL_ALLOW_NETWORKS", "127.0.0.0/8,loopback")
+    with pytest.raises(ImproperlyConfigured, match=r"OPGRADE_URL_ALLOW_NETWORKS.*'loopback'"):
+        env_networks("OPGRADE_URL_ALLOW_NETWORKS")
+    result = _settings_import({"OPGRADE_URL_ALLOW_NETWORKS": "10.0.0.0/33"})
+    assert result.returncode != 0 and "OPGRADE_URL_ALLOW_NETWORKS" in result.stderr
 
 
 def test_settings_load_with_no_environment_at_all():

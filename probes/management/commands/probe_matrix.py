@@ -30,6 +30,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from probes import secret_binding
 from probes.catalog import probe_get, probe_list
 from probes.catalog._support import Abort, provider_nodes, slurm_nodes, wait_for
 from probes.catalog.base import (
@@ -41,6 +42,7 @@ from probes.catalog.base import (
     Requirement,
     Tenant,
 )
+from probes.egress import origin_of
 from probes.transport import Command as ProbeCommand
 from probes.transport import Credentials, Endpoint, HostKey, TransportError
 
@@ -114,6 +116,10 @@ def testbed_context(
             credentials=Credentials(
                 username=t.user, private_key=Path(t.private_key).read_text(), password=t.http_password
             ),
+            # the testbed's own web endpoints are the ones its passwords were issued for
+            http_origins=frozenset(secret_binding.web_origins(
+                {"metrics_url": info.metrics_url, "pushgateway_url": info.pushgateway_url, "logs_url": info.logs_url}
+            )),
         )
         for t in info.tenants
     ]
@@ -125,7 +131,7 @@ def testbed_context(
         tenants=tenants,
         facts={**TESTBED_FACTS, "gpu_model": "", "gpu_count": "0", "orchestrator": "slurm"},
         capabilities={Requirement.SSH, Requirement.SLURM, Requirement.PROVIDER_API, Requirement.TWO_TENANTS},
-        api=ProviderApi(base_url=info.api_url, token=info.api_token),
+        api=ProviderApi(base_url=info.api_url, token=info.api_token, origin=origin_of(info.api_url)),
         settings={
             "metrics_url": info.metrics_url,
             "pushgateway_url": info.pushgateway_url,

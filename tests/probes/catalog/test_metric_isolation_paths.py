@@ -15,7 +15,12 @@ import pytest
 
 from probes.catalog import probe_get
 from probes.catalog.base import Outcome, ProbeContext, Requirement, Scope, Target, Tenant
+from probes.egress import origin_of
 from probes.transport import Credentials
+from tests.listeners import allow_loopback_urls
+
+pytestmark = pytest.mark.usefixtures("allow_loopback_urls")  # the stand-in proxy listens on loopback
+__all__ = ["allow_loopback_urls"]
 
 
 class Proxy(http.server.ThreadingHTTPServer):
@@ -86,7 +91,8 @@ def proxy() -> Iterator[Proxy]:
 
 def _run(proxy: Proxy):
     base = f"http://127.0.0.1:{proxy.server_port}"
-    tenants = [Tenant(label=f"tenant-{x}", credentials=Credentials(username=f"user-{x}", password="pw"))
+    tenants = [Tenant(label=f"tenant-{x}", credentials=Credentials(username=f"user-{x}", password="pw"),
+                      http_origins=frozenset({origin_of(base)}))
                for x in ("a", "b")]  # fmt: skip
     ctx = ProbeContext(provider="p", cluster="c", login=None, tenants=tenants,
                        capabilities={Requirement.TWO_TENANTS},
