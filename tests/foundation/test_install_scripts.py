@@ -147,7 +147,10 @@ def test_the_full_suite_passes_when_the_build_and_the_tests_pass(tmp_path: Path)
 def test_a_run_with_args_installs_runs_one_pytest_and_builds_nothing(tmp_path: Path) -> None:
     events = _test_tree(tmp_path, llm_rc=0)
     done = _run(
-        ["./scripts/test.sh", "tests/rubric", "-x"], tmp_path, OPGRADE_LLM_CACHE=str(tmp_path / "no-llm")
+        ["./scripts/test.sh", "tests/rubric", "-x"],
+        tmp_path,
+        OPGRADE_LLM_CACHE=str(tmp_path / "no-llm"),
+        OPGRADE_LLM_DIR="",
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert events.read_text().splitlines()[0] == "install-all"
