@@ -10,13 +10,15 @@ Same input and seed give byte-identical ``canonical_json`` and therefore the sam
 2. **Layout** (``layout``): statuses, exact coverage, area and stream weights, failed gates.
 3. **Point estimate**: area score = weighted mean of its scored criteria (a criterion scores
    the mean of its kinds); composite = area-weighted mean of the areas that take part.
-   Below the coverage floor a provider is Not rated: no tier, no composite in the result,
-   and no part in anyone else's tier.
+   Below the coverage floor (measured and declined criteria count toward it) a provider is
+   Not rated: no tier, no composite in the result, and no part in anyone else's tier.
 4. **Bootstrap** (``sampling``): B replicates with common random numbers keyed by the seed
    and the rubric slot; each provider's replicate composites are its sampling distribution.
+   A second bootstrap on a fixed stream confirms the gaps, so the seed never moves a tier.
 5. **Tiers** (``tiering``): boundaries only in confirmed gaps, at most four by size; floors
-   and gates as caps; P(tier) from the provider's own replicates with the peers at their
-   point composites; composite CI; borderline/outlook; hysteresis on cumulative probabilities.
+   and gates as caps; P(tier) from the whole rule rerun on every joint replicate of the
+   field (boundaries included); composite CI; borderline/outlook; hysteresis on cumulative
+   probabilities of the confirmation stream.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 from ratings.engine import tiering
 from ratings.engine.hashing import ENGINE_VERSION, inputs_hash
 from ratings.engine.layout import Layout, Provider, build_providers, plan_weights
-from ratings.engine.sampling import COMPOSITE_DECIMALS, replicate_scores, uniforms
+from ratings.engine.sampling import COMPOSITE_DECIMALS, confirmation_uniforms, replicate_scores, uniforms
 from ratings.engine.streams import Stream
 from ratings.engine.validation import validate_input
 from ratings.engine_types import (
@@ -45,6 +47,7 @@ from ratings.engine_types import (
     RubricSpec,
     ScoringInput,
     ScoringResult,
+    TierFloors,
 )
 
 REPORTED_CUTS = 4  # besides the chosen boundaries, the largest gaps are reported (chosen or not)
@@ -84,6 +87,22 @@ def _gate_cap(p: Provider, layout: Layout, gate_scores: dict[str, float | np.nda
     return caps
 
 
+def _joint_probabilities(
+    rated: list[Provider], layout: Layout, replicates: np.ndarray,
+    gate_reps: dict[tuple[int, str], np.ndarray], min_gap: float, floors: TierFloors,
+) -> np.ndarray:
+    """(n, 5) P(tier): the rule, boundaries, floors and gates included, on every joint replicate."""
+    size = replicates.shape[1]
+    gates_of: dict[int, dict[str, float | np.ndarray]] = defaultdict(dict)
+    for (row, key), v in gate_reps.items():
+        gates_of[row][key] = v
+    caps = np.stack([_gate_cap(p, layout, gates_of[r], size) for r, p in enumerate(rated)])
+    tiers = np.maximum(
+        np.maximum(tiering.joint_tiers(replicates, min_gap), tiering.floor_tier_index(replicates, floors)), caps
+    )
+    return tiering.tier_probabilities(tiers)
+
+
 def score_cycle(inp: ScoringInput) -> ScoringResult:
     """Score one cycle. Raises ``ScoringInputError`` (and subclasses) on bad input."""
     validate_input(inp)
@@ -101,31 +120,30 @@ def score_cycle(inp: ScoringInput) -> ScoringResult:
     u = uniforms(inp.seed, size, len(layout.slots))
     replicates, area_reps, gate_reps = replicate_scores(rated_providers, layout, u)
     del u
-    floors, confidence = params.tier_floors, params.boundary_confidence
+    floors, confidence, min_gap = params.tier_floors, params.boundary_confidence, params.boundary_min_gap
     composites = np.array([point[i][0] for i in rated])
     n = len(rated)
     point_caps = np.array(
         [int(_gate_cap(providers[i], layout, point[i][2], 1)[0]) for i in rated], dtype=np.int64
     )
-    probs = np.zeros((n, len(TIERS)))
+    probs = support = np.zeros((n, len(TIERS)))
     cuts: list[tiering.Cut] = []
     point_tiers = np.zeros(n, dtype=np.int64)
     if n:
-        pairs = tiering.pair_probabilities(tiering.marginal_grid(replicates))
-        peer, cuts = tiering.point_tiers(composites, pairs, confidence, params.boundary_min_gap)
+        # The published tier: the rule on the point composites, gaps confirmed on the fixed
+        # confirmation stream (the seed plays no part in it).
+        confirming, _, confirming_gates = replicate_scores(
+            rated_providers, layout, confirmation_uniforms(size, len(layout.slots))
+        )
+        pairs = tiering.pair_probabilities(tiering.marginal_grid(confirming))
+        peer, cuts = tiering.point_tiers(composites, pairs, confidence, min_gap)
         point_tiers = np.maximum(np.maximum(peer, tiering.floor_tier_index(composites, floors)), point_caps)
-        rep_tiers = np.empty((n, size), dtype=np.int64)
-        for r, p in enumerate(rated_providers):
-            gates = {key: v for (row, key), v in gate_reps.items() if row == r}
-            rep_tiers[r] = np.maximum(
-                np.maximum(
-                    tiering.conditional_tiers(composites, pairs, confidence, r, replicates[r], params.boundary_min_gap),
-                    tiering.floor_tier_index(replicates[r], floors),
-                ),
-                _gate_cap(p, layout, gates, size),
-            )
-        probs = tiering.tier_probabilities(rep_tiers)
-        del rep_tiers
+        # P(tier): the whole rule, boundaries included, on each joint replicate of the field;
+        # the same on the confirmation stream is what hysteresis reads (seed-free too).
+        probs = _joint_probabilities(rated_providers, layout, replicates, gate_reps, min_gap, floors)
+        if inp.previous_tiers:  # only hysteresis reads it
+            support = _joint_probabilities(rated_providers, layout, confirming, confirming_gates, min_gap, floors)
+        del confirming, confirming_gates
 
     previous = {pt.provider: TIERS.index(pt.tier) for pt in inp.previous_tiers}
     level = params.ci_level
@@ -138,7 +156,7 @@ def score_cycle(inp: ScoringInput) -> ScoringResult:
         if r is not None:
             tiered = (
                 int(point_tiers[r]), probs[r], int(point_caps[r]),
-                np.quantile(replicates[r], quantiles), np.quantile(area_reps[r], quantiles, axis=1),
+                np.quantile(replicates[r], quantiles), np.quantile(area_reps[r], quantiles, axis=1), support[r],
             )
         results.append(_provider_result(p, layout, rubric, point[i], tiered, previous.get(p.key)))
     keys = [providers[i].key for i in rated]
@@ -184,7 +202,7 @@ def _provider_result(
     layout: Layout,
     rubric: RubricSpec,
     point: tuple[float, np.ndarray, dict[str, float]],
-    tiered: tuple[int, np.ndarray, int, np.ndarray, np.ndarray] | None,
+    tiered: tuple[int, np.ndarray, int, np.ndarray, np.ndarray, np.ndarray] | None,
     previous: int | None,
 ) -> ProviderResult:
     composite_point, area_point, gate_scores = point
@@ -265,12 +283,12 @@ def _provider_result(
             probabilities=(), composite=None, composite_pessimistic=None, ci_low=None, ci_high=None,
             borderline=False, outlook="stable", floor_capped=False, flags=tuple(sorted(flags)), **common,
         )
-    point_tier, probs, gate_cap, ci, _ = tiered
+    point_tier, probs, gate_cap, ci, _, support = tiered
     params = rubric.params
     floor_cap = int(tiering.floor_tier_index(np.array([composite_point]), params.tier_floors)[0])
     tier, held, borderline, outlook = tiering.publish(
         point_tier, probs, previous, params.hysteresis_threshold, params.borderline_threshold,
-        max(floor_cap, gate_cap),
+        max(floor_cap, gate_cap), support=support,
     )
     if held:
         flags.append("hysteresis_held")

@@ -18,7 +18,9 @@ from ratings.engine_types import ProbeObservation, RubricSpec, ScoringInput
 # 2.0.0: the tier rule of issue 14 (confirmed gaps, at most four), common random numbers
 # keyed by the seed and the rubric slot (not the provider's name), feedback shrunk toward the
 # rubric's prior, exact coverage, `declined`, gates failed by any failing replicate.
-ENGINE_VERSION = "opgrade-scoring/2.0.0"
+# 2.1.0 (issue 27): P(tier) reruns the whole rule on joint replicates; gaps are confirmed on a
+# fixed stream (the seed moves no tier); a provider that declines is rated, never Not rated.
+ENGINE_VERSION = "opgrade-scoring/2.1.0"
 
 
 def canonical_dumps(data: Any) -> str:

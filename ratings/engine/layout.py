@@ -9,7 +9,10 @@ Statuses: ``measured``; ``declined`` (every usable finding was declined: counted
 anchor in the composite, in the coverage denominator but not its numerator); ``missing`` (in
 the denominator only); ``not_applicable`` (in neither). An area takes part in the composite
 when its scored share (measured + declined) reaches the area floor; a provider is rated when
-its exact coverage (measured only) reaches the coverage floor.
+its scored share (measured + declined, over the areas that take part) reaches the coverage
+floor, so declining is never better than being measured at the worst anchor: a provider that
+declines every probe is rated, on the worst anchor, not Not rated. The published ``coverage``
+stays the measured share only.
 
 Gates: a gate criterion fails, whatever its score, when any of its findings is critical, or
 when any replicate of a pass/fail gate fails (fail, provider_error, timeout, declined): a
@@ -221,7 +224,7 @@ def plan_weights(p: Provider, layout: Layout, rubric: RubricSpec) -> None:
     area_share = {a.key: exact(a.weight) / total for a in applicable_areas}
     p.area_weight = {k: float(v) for k, v in area_share.items()}
     area_floor = exact(params.area_coverage_floor)
-    coverage = Fraction(0)
+    coverage = scored = Fraction(0)
     for a in applicable_areas:
         cov = measured_w[a.key] / applicable_w[a.key]
         p.area_coverage[a.key] = float(cov)
@@ -229,9 +232,12 @@ def plan_weights(p: Provider, layout: Layout, rubric: RubricSpec) -> None:
         p.area_measured[a.key] = included
         if included:
             coverage += area_share[a.key] * cov
+            scored += area_share[a.key] * scored_w[a.key] / applicable_w[a.key]
     p.coverage_exact = coverage
     p.coverage = float(coverage)
-    p.rated = any(p.area_measured.values()) and coverage >= exact(params.coverage_floor)
+    # A declined criterion is scored (at the worst anchor), so it counts toward being rated:
+    # declining a probe must never buy a "Not rated" that the worst result would not (issue 27).
+    p.rated = any(p.area_measured.values()) and scored >= exact(params.coverage_floor)
     kinds_per_criterion: dict[str, int] = defaultdict(int)
     for s in p.streams:
         kinds_per_criterion[layout.slots[s.slot][0].key] += 1

@@ -27,13 +27,26 @@ from ratings.engine.layout import Layout, Provider
 
 COMPOSITE_DECIMALS = 12  # composites are rounded before tiering so float noise cannot split a tie
 _DOMAIN = 0x6F706772  # "opgr": the uniforms' stream key next to the seed
+_CONFIRMATION_DOMAIN = 0x636F6E66  # "conf"
+_CONFIRMATION_ENTROPY = 0x6F7067726164652D  # "opgrade-": fixed, so the published tier ignores the seed
 _CHUNK = 64  # groups per product: bounds the (providers x atoms) matrix for a thousand providers
 
 
-def uniforms(seed: int, size: int, slots: int) -> np.ndarray:
+def uniforms(seed: int, size: int, slots: int, domain: int = _DOMAIN) -> np.ndarray:
     """(B, slots) uniforms in [0, 1): one per replicate and rubric slot, shared by all providers."""
-    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy=seed, spawn_key=(_DOMAIN,))))
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy=seed, spawn_key=(domain,))))
     return rng.random((size, slots))
+
+
+def confirmation_uniforms(size: int, slots: int) -> np.ndarray:
+    """The uniforms of the confirmation bootstrap: a constant stream, never the cycle's seed.
+
+    Whether a gap is confirmed decides the published tier, so it is read from one fixed
+    stream (like the confidence threshold, a constant of the method): the same evidence
+    publishes the same tiers under every seed. The seed drives the stated P(tier) and the
+    intervals only. Common random numbers by slot as for ``uniforms``.
+    """
+    return uniforms(_CONFIRMATION_ENTROPY, size, slots, _CONFIRMATION_DOMAIN)
 
 
 def _index(u: np.ndarray, probs: np.ndarray) -> np.ndarray:

@@ -19,8 +19,22 @@ How the rated providers' composites become tiers (docs/domain.md "Tiers"):
 5. **Caps.** The absolute floors and failed gates can only worsen a tier, never improve it:
    ``tier = max(peer tier, floor tier, gate cap)`` in index terms (0 is best).
 
-Tier probabilities rerun the rule once per bootstrap replicate of the provider's own
-composite, the other providers held at their point composites (``conditional_tiers``).
+**Confirmation stream.** The pair probabilities that confirm gaps come from a bootstrap on a
+fixed stream of uniforms (``sampling.confirmation_uniforms``), never the cycle's seed: the
+published tier is a function of the evidence alone, so it cannot flip with the seed (issue
+27: 1.6% of tiers did, a gap confirmed at 0.904 under one seed and 0.893 under another). The
+Monte Carlo error of a confirmation near the threshold is still there, frozen rather than
+redrawn; its size shows as replicate sensitivity in ``bench/calibration_bench.py``.
+
+**Tier probabilities** (``joint_tiers``) rerun the whole rule, boundaries included, on each
+joint bootstrap replicate of all rated providers (the cycle's seed), each replicate read as
+one plausible set of true composites: the rule as it runs on noise-free values (every pair
+certain, so every gap of at least the minimum counts and the four largest are chosen), then
+floors and gates on that replicate. The truth the calibration bench checks P(tier) against
+is that same rule on the noise-free composites, so P(tier) carries whether and where each
+boundary lies. (Until issue 27 the boundaries and every peer were held fixed, and P(tier)
+was overconfident: stated >= 0.99, right 84-89% of the time.) Hysteresis reads the same
+probabilities computed on the confirmation stream, so it is seed-free too.
 
 Properties (proved in the docstrings below, tested in tests/ratings/test_tier_rule*.py):
 
@@ -45,6 +59,15 @@ Properties (proved in the docstrings below, tested in tests/ratings/test_tier_ru
   changes.
 * **No invented groups.** A boundary needs confirmation, so a field in which no provider is
   confirmed apart from its neighbours is one group (the floors still apply).
+* **Peer windfall, the true bound.** Through gap sizes alone (the rule with certain pairs, as
+  P(tier) runs it per replicate) a peer's improvement raises another provider by at most two
+  tiers: the improver leaves one place (two gaps there merge into one, which can displace one
+  chosen boundary above the provider) and lands in another (splitting one gap above the
+  provider, which can cost that boundary): at most two boundaries above it go. Two happens
+  (tests/ratings/test_issue27_properties.py pins an example). Through confirmation there is
+  no smaller bound than the four boundaries: a noisy improver that is the weakest pair of
+  several cuts above it (it is on their lower side) unconfirms all of them at once, and the
+  test pins a two-tier case of that kind.
 * **What is not promised: no peer windfall in every case.** When another provider improves,
   a provider's tier can improve only through a boundary above it being dropped: the cut
   right above the improver shrinking or vanishing (the improver joins the group above), a cut
@@ -116,15 +139,19 @@ def marginal_grid(replicates: np.ndarray, size: int = GRID_SIZE) -> np.ndarray:
 def pair_probabilities(grid: np.ndarray) -> np.ndarray:
     """``P[u, l]`` = P(X_u > X_l) + P(X_u = X_l)/2 for independent draws from the two grids.
 
-    Exact for the grids; ``P[u, l] + P[l, u] == 1`` and ``P[i, i] == 0.5``.
+    Exact for the grids; ``P[u, l] + P[l, u] == 1`` and ``P[i, i] == 0.5``. Pairs whose
+    grids do not overlap are certain (1 or 0) and are not compared value by value, so a
+    field of well-separated providers costs O(n^2) comparisons of two numbers, not of grids.
     """
     n, k = grid.shape
-    values = grid.ravel()
-    out = np.empty((n, n), dtype=np.float64)
+    lowest, highest = grid[:, 0], grid[:, -1]
+    out = (lowest[:, None] > highest[None, :]).astype(np.float64)  # u entirely above l
     for low in range(n):
+        rows = np.flatnonzero((highest >= lowest[low]) & (lowest <= highest[low]))
+        values = grid[rows].ravel()
         below = np.searchsorted(grid[low], values, side="left")
         at_or_below = np.searchsorted(grid[low], values, side="right")
-        out[:, low] = (below + at_or_below).reshape(n, k).sum(axis=1) / (2.0 * k * k)
+        out[rows, low] = (below + at_or_below).reshape(len(rows), k).sum(axis=1) / (2.0 * k * k)
     return out
 
 
@@ -193,6 +220,48 @@ def point_tiers(
         for r in range(len(starts) - 1)
     ]
     return tiers, cuts[::-1]
+
+
+# ------------------------------------------------------------- the rule on joint replicates
+def joint_tiers(replicates: np.ndarray, min_gap: float = 0.0) -> np.ndarray:
+    """(providers, B) replicate composites -> (providers, B) peer tiers, the rule per replicate.
+
+    Replicate b is read as one plausible set of *true* composites, all providers together
+    (their bootstrap streams are independent given the evidence), and the rule is rerun on
+    it as it would run on noise-free values: every pair is certain, so every gap between
+    distinct values of at least ``min_gap`` is confirmed, and the four largest (ties to the
+    higher cut) are the boundaries. The truth the calibration bench scores against is this
+    same rule on the noise-free composites, so P(tier) from these tiers carries the
+    uncertainty of where, and whether, each boundary lies, not only of where the provider
+    sits against boundaries held fixed.
+
+    Per replicate: equal values share a tier; a value that rises (the others fixed) never
+    gets a worse tier (the own-monotonicity proof with certain pairs); a provider below
+    everyone adds one cut at the bottom and can only displace the smallest chosen one.
+    O(B n log n): one sort per replicate, no pairwise work.
+    """
+    n, size = replicates.shape
+    if n < 2:
+        return np.zeros((n, size), dtype=np.int64)
+    order = np.argsort(replicates, axis=0, kind="stable")
+    ordered = np.take_along_axis(replicates, order, axis=0)
+    gaps = np.round(ordered[1:] - ordered[:-1], GAP_DECIMALS)  # cut j: between sorted j and j+1
+    candidate = (gaps > 0) & (gaps >= min_gap)
+    # larger gap first, then the higher cut: one integer key per cut (gaps are whole 1e-12s)
+    units = np.rint(np.where(candidate, gaps, 0.0) * 10**GAP_DECIMALS).astype(np.int64)
+    key = np.where(candidate, units * n + np.arange(n - 1)[:, None] + 1, 0)
+    chosen = np.zeros_like(candidate)
+    if n - 1 <= MAX_BOUNDARIES:
+        chosen = candidate
+    else:
+        top = np.argpartition(-key, MAX_BOUNDARIES - 1, axis=0)[:MAX_BOUNDARIES]
+        np.put_along_axis(chosen, top, np.take_along_axis(candidate, top, axis=0), axis=0)
+    # sorted position k has the cuts j >= k above it
+    above = np.zeros((n, size), dtype=np.int64)
+    above[:-1] = np.cumsum(chosen[::-1], axis=0)[::-1]
+    tiers = np.empty((n, size), dtype=np.int64)
+    np.put_along_axis(tiers, order, above, axis=0)
+    return tiers
 
 
 # --------------------------------------------------------------- one provider, replicated
@@ -362,6 +431,8 @@ def publish(
     hysteresis_threshold: float,
     borderline_threshold: float,
     hard_cap: int,
+    *,
+    support: np.ndarray | None = None,
 ) -> tuple[int, bool, bool, str]:
     """Published tier, hysteresis_held, borderline, outlook for one rated provider.
 
@@ -375,15 +446,17 @@ def publish(
     (``hard_cap``) still apply afterwards.
     Borderline: the published tier's probability is under ``borderline_threshold``. The
     outlook points to the side that holds more of the remaining probability.
+    ``support``: the probabilities hysteresis reads (default ``probabilities``); the engine
+    passes those of the seed-free confirmation stream, so the published tier never depends on
+    the seed, not even through hysteresis.
     """
     tier = point_tier
     held = False
+    hold = probabilities if support is None else support
     if previous is not None and previous != point_tier:
-        if point_tier > previous:  # fell: P(tier <= previous)
-            support = float(probabilities[: previous + 1].sum())
-        else:  # rose: P(tier >= previous)
-            support = float(probabilities[previous:].sum())
-        if support >= hysteresis_threshold:
+        # fell: P(tier <= previous); rose: P(tier >= previous)
+        kept = float(hold[: previous + 1].sum() if point_tier > previous else hold[previous:].sum())
+        if kept >= hysteresis_threshold:
             tier = max(previous, hard_cap)
             held = tier != point_tier
     borderline = bool(probabilities[tier] < borderline_threshold)

@@ -171,12 +171,11 @@ def test_a_provider_that_declines_the_disruptive_probes_cannot_outrank_itself_al
     assert declines.coverage < allows.coverage
     assert {c.key for c in declines.criteria if c.status == "declined"} == set(DISRUPTIVE)
     if allows.rated:
-        if declines.rated:
-            assert declines.composite <= allows.composite
-            assert declines.composite_pessimistic <= allows.composite_pessimistic
-            assert RANK[declines.tier] >= RANK[allows.tier]
-        else:
-            assert declines.tier == "not_rated"
+        # issue 27: declining never buys "Not rated"; it is rated, never above the one that allows
+        assert declines.rated
+        assert declines.composite <= allows.composite
+        assert declines.composite_pessimistic <= allows.composite_pessimistic
+        assert RANK[declines.tier] >= RANK[allows.tier]
 
 
 def test_declined_counts_at_the_worst_anchor_and_stays_in_the_coverage_denominator():

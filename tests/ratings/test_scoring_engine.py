@@ -245,7 +245,12 @@ def test_hysteresis_keeps_the_previous_tier_while_it_stays_plausible():
     providers = list("abcdefx")
     x = score_cycle(cycle(rub, providers, rows)).provider("x")
     probs = dict(x.probabilities)
-    assert (x.tier, x.borderline) == ("platinum", False)
+    # Published Platinum (the gap under c is not confirmed: x is too noisy), but P(tier) reruns
+    # the rule on each joint replicate: at 14 (score 0.956) x sits 0.022 under c, a gap of
+    # at least the minimum, so the noise-free rule would put it alone in Gold: P(Platinum) is
+    # only the share of replicates at 12 (issue 27: boundary uncertainty enters P(tier)).
+    assert (x.tier, x.borderline) == ("platinum", True)
+    assert probs["platinum"] == pytest.approx(7 / 27, abs=0.05)
     assert probs["silver"] == pytest.approx(7 / 27, abs=0.05)
     held = score_cycle(cycle(rub, providers, rows, previous=[PreviousTier("x", "silver")])).provider("x")
     assert (held.tier, held.tier_point, held.hysteresis_held) == ("silver", "platinum", True)
