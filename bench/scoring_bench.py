@@ -1,9 +1,11 @@
 """Benchmark of the scoring engine against a naive peer (run: `.venv/bin/python bench/scoring_bench.py`).
 
 Workload (issue 3): P providers x 150 criteria x 5 probe replicates, B=2000 bootstrap
-replicates, one core; the tier rule is issue 14's (``ratings.engine.tiering``). The target
-(issue 14): under 1 s CPU at 100 providers. It prints wall time, CPU time and peak memory for the engine at 10,
-100 and 1000 providers and how the cost grows, then runs the naive peer on the same inputs:
+replicates, one core; the tier rule is issue 14's (``ratings.engine.tiering``). The targets
+(issues 14, 27): under 1 s CPU at 100 providers, at most 5 s at 1000. It prints wall time, CPU
+time and peak memory for the engine at 10, 100 and 1000 providers and how the cost grows, beside
+the CPU time of the engine before issue 27 (``bench/previous_engine``) on the same input, then
+runs the naive peer on the same inputs:
 a straightforward bootstrap that, for every replicate, draws n indices per (provider,
 criterion) with ``rng.integers``, takes ``np.median`` of the resample and reruns the same
 tier rule. The peer is timed at a small B and extrapolated linearly in B (its cost is linear
@@ -35,6 +37,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.previous_engine import score_cycle as previous_score_cycle  # noqa: E402
 from ratings.engine import tiering  # noqa: E402
 from ratings.engine_types import (  # noqa: E402
     AreaSpec,
@@ -118,7 +121,8 @@ def naive_peer(inp: ScoringInput, size: int) -> np.ndarray:
     pairs = tiering.pair_probabilities(tiering.marginal_grid(reps))
     points = np.median(reps, axis=1)
     confidence = rubric.params.boundary_confidence
-    return np.stack([tiering.conditional_tiers(points, pairs, confidence, i, reps[i]) for i in range(len(keys))])
+    peer, _ = tiering.point_tiers(points, pairs, confidence)
+    return np.vstack([peer, tiering.joint_tiers(reps).T]).T
 
 
 def main() -> None:
@@ -130,15 +134,21 @@ def main() -> None:
     with contextlib.suppress(AttributeError, OSError):  # pin to one core where the OS allows it
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     print(f"engine workload: P providers x 150 criteria x 5 replicates, B={args.bootstrap}, one core")
-    print(f"{'providers':>9} {'wall s':>8} {'cpu s':>8} {'peak MiB':>9} {'cpu growth':>12}  hash")
-    previous = None
+    print(f"{'providers':>9} {'wall s':>8} {'cpu s':>8} {'peak MiB':>9} {'cpu growth':>12}"
+          f" {'previous cpu s':>15} {'prev growth':>12} {'cpu ratio':>10}  hash")
+    previous = before = None
     results = {}
     for providers in [int(x) for x in args.sizes.split(",")]:
         inp = workload(providers, size=args.bootstrap)
+        start = time.process_time()
+        previous_score_cycle(inp)  # the engine before issue 27 (bench/previous_engine), timed only
+        old_cpu = time.process_time() - start
         result, wall, cpu, peak = measure(score_cycle, inp)
         growth = f"x{cpu / previous[1]:.1f}/x{providers / previous[0]:.0f}" if previous else "-"
-        print(f"{providers:>9} {wall:>8.2f} {cpu:>8.2f} {peak:>9.1f} {growth:>12}  {content_hash(result)[:16]}")
-        previous = (providers, cpu)
+        old_growth = f"x{old_cpu / before:.1f}" if before else "-"
+        print(f"{providers:>9} {wall:>8.2f} {cpu:>8.2f} {peak:>9.1f} {growth:>12} {old_cpu:>15.2f} {old_growth:>12}"
+              f" {old_cpu / cpu:>9.2f}x  {content_hash(result)[:16]}", flush=True)
+        previous, before = (providers, cpu), old_cpu
         results[providers] = (wall, cpu, peak)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"process max RSS: {rss:.0f} MiB")
