@@ -4,14 +4,21 @@
   a camera, sensor or payment API); Django sets Content-Security-Policy itself (``SECURE_CSP``).
   The value is ``OPGRADE_PERMISSIONS_POLICY``.
 * ``ApiJsonErrorsMiddleware``: error pages under /api/ are JSON, DEBUG or not.
+* ``DatabaseUnavailableMiddleware``: a request that finds PostgreSQL away (restarting, failing
+  over) answers 503 with Retry-After, never a 500: it is an outage of ours, and the request wrote
+  nothing (Django rolls its transaction back).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+
+logger = logging.getLogger(__name__)
 
 
 class PermissionsPolicyMiddleware:
@@ -51,4 +58,28 @@ class ApiJsonErrorsMiddleware:
                 if header in response:
                     json_response[header] = response[header]
             return json_response
+        return response
+
+
+class DatabaseUnavailableMiddleware:
+    """A view that cannot reach the database answers 503 (JSON under /api/), with Retry-After."""
+
+    retry_after_s = 15
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, OperationalError | InterfaceError):
+            return None
+        logger.error("database unavailable for %s %s: %s", request.method, request.path, exception)
+        detail = "The database is unavailable for a moment; nothing was changed. Try again shortly."
+        if request.path_info.startswith("/api/"):
+            response: HttpResponse = JsonResponse({"detail": detail, "code": "database_unavailable"}, status=503)
+        else:
+            response = HttpResponse(detail, status=503, content_type="text/plain; charset=utf-8")
+        response["Retry-After"] = str(self.retry_after_s)
         return response

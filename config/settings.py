@@ -88,6 +88,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.middleware.ApiJsonErrorsMiddleware",  # outermost: API error pages are JSON, even under DEBUG
+    "config.middleware.DatabaseUnavailableMiddleware",  # PostgreSQL away: 503 + Retry-After, not 500
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "config.middleware.PermissionsPolicyMiddleware",
@@ -353,6 +354,9 @@ OPGRADE_PROBE_MAX_ATTEMPTS = env_int("OPGRADE_PROBE_MAX_ATTEMPTS", 3, minimum=1)
 OPGRADE_PROBE_RETRY_BASE_S = env_int("OPGRADE_PROBE_RETRY_BASE_S", 30, minimum=0)
 # A pending run whose task was sent this long ago and never claimed is re-sent by the sweeper.
 OPGRADE_PROBE_RESEND_PENDING_S = env_int("OPGRADE_PROBE_RESEND_PENDING_S", 600, minimum=1)
+# Our own writes (findings, run state) wait this long for PostgreSQL to come back before a run
+# gives up its attempt; a measurement already made is not lost to a database restart.
+OPGRADE_COORDINATION_RETRY_S = env_int("OPGRADE_COORDINATION_RETRY_S", 60, minimum=0)
 
 # --- where probes may send requests (probes/egress.py, issue 24) ----------------------------
 # Loopback, link-local, unspecified, multicast and this server's own addresses are refused as

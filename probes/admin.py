@@ -16,6 +16,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -473,8 +474,13 @@ class ProbeScheduleAdmin(admin.ModelAdmin):
     @admin.action(description="Run now")
     def action_run_now(self, request: HttpRequest, queryset: QuerySet[ProbeSchedule]) -> None:
         started: list[int] = []
-        for schedule in queryset.select_related("cluster", "cycle"):
-            started.extend(run.pk for run in services.probe_schedule_run_now(schedule=schedule))
+        try:
+            with transaction.atomic():  # all schedules or none
+                for schedule in queryset.select_related("cluster", "cycle"):
+                    started.extend(run.pk for run in services.probe_schedule_run_now(schedule=schedule))
+        except services.QueueUnavailable:
+            self.message_user(request, "The queue is unavailable, nothing was started.", messages.ERROR)
+            return
         if not started:
             self.message_user(request, "Started no probe run.", messages.WARNING)
             return

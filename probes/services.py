@@ -30,9 +30,10 @@ import math
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -40,12 +41,11 @@ from typing import Any
 import redis
 from celery import current_app
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
 from config.crypto import secret_decrypt, secret_encrypt
-from probes import secret_binding
 from probes.catalog import probe_get
 from probes.catalog.base import (
     FindingDraft,
@@ -111,6 +111,15 @@ class ProbeRunError(Exception):
     """Bad input to a probe-runner service; nothing was written."""
 
 
+#: A run that finished with its measurements but saw our own Redis or database falter says so here
+#: (``error_code`` of a done run); findings carry ``coordination_fault`` in their evidence.
+COORDINATION_FAULT = "coordination_fault"
+#: Retries a run gets, beyond the provider's attempts, when only our coordination failed it.
+COORDINATION_EXTRA_ATTEMPTS = 5
+#: The longest pause between two attempts of a run (the backoff doubles up to it).
+RETRY_DELAY_MAX_S = 300
+
+
 # ------------------------------------------------------------------------------------------------
 # Secrets and access
 # ------------------------------------------------------------------------------------------------
@@ -133,8 +142,6 @@ def tenant_account_set_secrets(
         account.passphrase_encrypted = secret_encrypt(passphrase) if passphrase else ""
     if password:
         account.password_encrypted = secret_encrypt(password)
-        # typed now: bound to the web endpoints' origins as they are now, and to no other (issue 24)
-        account.password_origins = secret_binding.password_origins(account.cluster_id)
     if not account.private_key_encrypted and not account.password_encrypted:
         raise ProbeRunError("a tenant account needs a private key or a password")
     account.save()
@@ -143,9 +150,7 @@ def tenant_account_set_secrets(
 
 def cluster_access_set_api_token(*, access: ClusterAccess, token: str) -> ClusterAccess:
     access.api_token_encrypted = secret_encrypt(token) if token else ""
-    # typed now: bound to the API URL's origin as it is now, and to no other (issue 24)
-    access.api_token_origin = secret_binding.api_token_origin(access) if token else ""
-    access.save(update_fields=["api_token_encrypted", "api_token_origin"])
+    access.save(update_fields=["api_token_encrypted"])
     return access
 
 
@@ -228,14 +233,12 @@ def probe_context_build(*, cluster: Cluster, pool_factory: PoolFactory = SshPool
                 passphrase=secret_decrypt(a.passphrase_encrypted) if a.passphrase_encrypted else None,
                 password=secret_decrypt(a.password_encrypted) if a.password_encrypted else None,
             ),
-            http_origins=frozenset(a.password_origins or ()),
         )
         for a in TenantAccount.objects.filter(cluster=cluster).order_by("label")
     ]
     api = None
     if access is not None and access.api_base_url and access.api_token_encrypted:
-        api = ProviderApi(base_url=access.api_base_url, token=secret_decrypt(access.api_token_encrypted),
-                          origin=access.api_token_origin)
+        api = ProviderApi(base_url=access.api_base_url, token=secret_decrypt(access.api_token_encrypted))
     capabilities = set()
     if login is not None and tenants:
         capabilities.add(Requirement.SSH)
@@ -280,14 +283,11 @@ def cluster_inventory_read(*, ctx: ProbeContext, access: ClusterAccess) -> tuple
     or the provider API's ``GET /v1/nodes``. Raises TransportError (the login node) or
     ProbeRunError (an unreadable answer)."""
     if access.inventory_source == ClusterAccess.InventorySource.PROVIDER_API:
-        from probes.catalog._support import CredentialNotBound, http  # the catalog's one bounded HTTP client
+        from probes.catalog._support import http  # the catalog's one bounded HTTP client
 
         if ctx.api is None:
             raise ProbeRunError("inventory from the provider API: no API URL and token stored")
-        try:
-            answer = http("GET", ctx.api.base_url.rstrip("/") + "/v1/nodes", auth=ctx.api.credential, timeout_s=15)
-        except CredentialNotBound as exc:
-            raise ProbeRunError(f"inventory: {exc.summary}"[:300]) from exc
+        answer = http("GET", ctx.api.base_url.rstrip("/") + "/v1/nodes", bearer=ctx.api.token, timeout_s=15)
         if not answer.ok:
             raise ProbeRunError(f"inventory: the provider API answered {answer.status} {answer.error}"[:300])
         try:
@@ -523,11 +523,51 @@ def _time_limits(probe: type[Probe], hosts: int, concurrency: int) -> tuple[int,
     return soft, soft + 30
 
 
+class QueueUnavailable(Exception):
+    """The task queue (the Celery broker) does not answer: no run was started, nothing written."""
+
+    message = "the queue is unavailable, nothing was started"
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(self.message + (f" ({detail})" if detail else ""))
+
+
+def broker_check(*, timeout_s: float = 3.0) -> None:
+    """Raise QueueUnavailable unless the broker answers now (checked before any run is written).
+
+    Starting runs is all or nothing: the check comes first, the rows are written in one
+    transaction, and the tasks are sent once it commits. A broker that fails between the check and
+    the send leaves committed runs pending with no ``sent_at``: the sweeper sends them.
+    """
+    try:
+        with current_app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0.2, timeout=timeout_s)
+    except Exception as exc:  # kombu OperationalError, socket errors, timeouts: the broker is not there
+        logger.warning("broker unavailable: %s: %s", type(exc).__name__, exc)
+        raise QueueUnavailable() from exc
+
+
+def _send_after_commit(run_id: int, soft: int, hard: int) -> None:
+    """Send a committed run's task. A broker that fails now must not turn the request into an error
+    after its runs were committed: the run is marked never sent, and the sweeper sends it."""
+    try:
+        current_app.send_task(
+            PROBE_RUN_EXECUTE_TASK, args=(run_id,), queue="probes", soft_time_limit=soft, time_limit=hard
+        )
+    except Exception as exc:
+        logger.warning("probe run %s: not sent (%s: %s); the sweeper sends it", run_id, type(exc).__name__, exc)
+        try:
+            ProbeRun.objects.filter(pk=run_id, status=ProbeRun.Status.PENDING).update(sent_at=None)
+        except (OperationalError, InterfaceError):
+            logger.warning("probe run %s: could not mark it unsent; the sweeper re-sends it later", run_id)
+
+
 def probe_run_send(*, run: ProbeRun) -> None:
     """Send the run's task once the current transaction commits (never before the row exists).
 
     The task is sent by its registered name (``probes.tasks`` imports this module, never the
     other way round), to the ``probes`` queue with time limits above the probe's own timeout.
+    A send that fails after the commit leaves the run pending and unsent for the sweeper.
     """
     probe = probe_get(run.probe_id)
     access = ClusterAccess.objects.filter(cluster_id=run.cluster_id).first()
@@ -536,11 +576,7 @@ def probe_run_send(*, run: ProbeRun) -> None:
     soft, hard = _time_limits(probe, hosts, access.max_concurrency if access else 1)
     ProbeRun.objects.filter(pk=run.pk).update(sent_at=timezone.now())
     run_id = run.pk
-    transaction.on_commit(
-        lambda: current_app.send_task(
-            PROBE_RUN_EXECUTE_TASK, args=(run_id,), queue="probes", soft_time_limit=soft, time_limit=hard
-        )
-    )
+    transaction.on_commit(lambda: _send_after_commit(run_id, soft, hard))
 
 
 @transaction.atomic
@@ -556,11 +592,14 @@ def probe_runs_start(
     """Create (or find) one run per probe for this cluster and slot, and send the new ones.
 
     ``send=False`` leaves them pending for the caller to execute in-process (``run_probes --inline``);
-    the sweeper would still pick them up if that caller died.
+    the sweeper would still pick them up if that caller died. With ``send=True`` the broker is
+    checked first: QueueUnavailable, and nothing is written (the caller's transaction rolls back).
     """
     if not probe_ids:
         raise ProbeRunError("no probes given")
     probes = [probe_get(p) for p in dict.fromkeys(probe_ids)]  # UnknownProbe before any write
+    if send:
+        broker_check()
     slot = slot or timezone.now()
     runs = []
     for probe in probes:
@@ -781,9 +820,13 @@ class _Heartbeat:
     def _beat(self) -> None:
         try:
             while not self._stop.wait(settings.OPGRADE_PROBE_HEARTBEAT_S):
-                ProbeRun.objects.filter(
-                    pk=self.run_id, status=ProbeRun.Status.RUNNING, claimed_by=self.worker
-                ).update(heartbeat_at=timezone.now())
+                try:
+                    ProbeRun.objects.filter(
+                        pk=self.run_id, status=ProbeRun.Status.RUNNING, claimed_by=self.worker
+                    ).update(heartbeat_at=timezone.now())
+                except (OperationalError, InterfaceError) as exc:  # the database is away: beat on
+                    logger.warning("probe run %s: heartbeat not written (%s)", self.run_id, exc)
+                    _connection_drop()
         finally:
             connection.close()
 
@@ -794,6 +837,39 @@ class _Heartbeat:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=30)
+
+
+def _connection_drop() -> None:
+    """Close this thread's broken database connection, so the next query opens a new one."""
+    try:
+        connection.close()
+    except Exception:  # a connection that died may fail to close; it is gone either way
+        logger.debug("closing a broken database connection failed", exc_info=True)
+
+
+def db_retry[R](fn: Callable[[], R], *, what: str, notes: list[str] | None = None) -> R:
+    """Run ``fn`` (a short write of our own), retrying while the database is unavailable.
+
+    PostgreSQL restarting must not cost a measurement already made: the write is retried with
+    bounded exponential backoff for up to ``OPGRADE_COORDINATION_RETRY_S`` seconds, then the
+    error is raised (the run is then left for the claim and the sweeper to resume). ``fn`` must be
+    idempotent (our writes are: conditional updates and ``finding_record``). Inside a
+    transaction nothing is retried: the outermost caller retries the whole block.
+    """
+    deadline = time.monotonic() + float(settings.OPGRADE_COORDINATION_RETRY_S)
+    pause = 0.5
+    while True:
+        try:
+            return fn()
+        except (OperationalError, InterfaceError) as exc:
+            if connection.in_atomic_block or time.monotonic() >= deadline:
+                raise
+            logger.warning("%s: database unavailable (%s); retrying in %.1fs", what, exc, pause)
+            if notes is not None and "database unavailable" not in notes:
+                notes.append("database unavailable")
+            _connection_drop()
+            time.sleep(pause)
+            pause = min(pause * 2, 5.0)
 
 
 def finding_record(
@@ -867,36 +943,52 @@ class _RunState:
     written: int = 0
     unverified: int = 0  # inventory nodes with no pinned key, reported and not connected to
     departed: int = 0  # nodes that left the inventory during the run
+    coordination: list[str] = field(default_factory=list)  # faults of our own Redis / database
+
+
+def _coordination_note(draft: FindingDraft, faults: Sequence[str]) -> FindingDraft:
+    """Say in a measured finding's evidence that our coordination faltered around it (not the
+    provider: the measurement stands)."""
+    if not faults:
+        return draft
+    return replace(draft, evidence={**dict(draft.evidence), "coordination_fault": list(faults)[:4]})
 
 
 def _error_draft(probe: Probe, target: Target, error: BaseException) -> FindingDraft:
     code = getattr(error, "code", type(error).__name__)
+    evidence: dict[str, Any] = {"error_code": code, "transient": bool(getattr(error, "transient", False))}
+    if getattr(error, "coordination", False):  # our Redis / database, never the provider's error
+        evidence["coordination_fault"] = [str(error)[:300]]
     return FindingDraft(
         target=target.name,
         outcome=Outcome.ERROR,
         metric=probe.metric.name,
         summary=f"could not measure: {error}"[:500],
-        evidence={"error_code": code, "transient": bool(getattr(error, "transient", False))},
+        evidence=evidence,
     )
 
 
 def _finish(run: ProbeRun, *, status: str, code: str = "", message: str = "", flagged: bool = False) -> None:
-    ProbeRun.objects.filter(pk=run.pk, status=ProbeRun.Status.RUNNING, claimed_by=run.claimed_by).update(
+    db_retry(lambda: ProbeRun.objects.filter(
+        pk=run.pk, status=ProbeRun.Status.RUNNING, claimed_by=run.claimed_by
+    ).update(
         status=status,
         finished_at=timezone.now(),
         error_code=code[:64],
         error_message=message[:500],
         flagged=flagged,
-    )
+    ), what=f"probe run {run.pk}: finish")  # fmt: skip
 
 
 def _release_for_retry(run: ProbeRun, *, code: str, message: str) -> None:
-    ProbeRun.objects.filter(pk=run.pk, status=ProbeRun.Status.RUNNING, claimed_by=run.claimed_by).update(
+    db_retry(lambda: ProbeRun.objects.filter(
+        pk=run.pk, status=ProbeRun.Status.RUNNING, claimed_by=run.claimed_by
+    ).update(
         status=ProbeRun.Status.PENDING,
         error_code=code[:64],
         error_message=message[:500],
         sent_at=timezone.now(),
-    )
+    ), what=f"probe run {run.pk}: release for retry")  # fmt: skip
 
 
 def _measured_targets(run: ProbeRun) -> set[str]:
@@ -951,11 +1043,16 @@ def _execute_claimed(run: ProbeRun, pool_factory: PoolFactory) -> ExecuteResult:
         slots = _provider_slots(run, probe, ctx)
 
         def measure(target: Target) -> tuple[list[FindingDraft], datetime, datetime]:
-            # politeness across all workers; waits at least one lease, so a dead holder's slot frees
-            with slots.slot(wait_s=probe.timeout_s * 2 + settings.OPGRADE_PROBE_STALE_S + 30):
+            # politeness across all workers; waits at least one lease, so a dead holder's slot frees.
+            # Redis failing while we hold the slot never raises here: the lease notes it, and the
+            # finding says so (the measurement stands; it is not the provider's error).
+            with slots.slot(wait_s=probe.timeout_s * 2 + settings.OPGRADE_PROBE_STALE_S + 30) as lease:
                 started = timezone.now()
                 drafts = list(probe.execute(ctx, target))
-                return drafts, started, timezone.now()
+                finished = timezone.now()
+            if lease.faults:
+                state.coordination.extend(f for f in lease.faults if f not in state.coordination)
+            return [_coordination_note(d, lease.faults) for d in drafts], started, finished
 
         def record(outcome: Outcome_[Target, tuple[list[FindingDraft], datetime, datetime]]) -> None:
             if outcome.error is not None or outcome.value is None:
@@ -969,14 +1066,19 @@ def _execute_claimed(run: ProbeRun, pool_factory: PoolFactory) -> ExecuteResult:
                     _TargetFailure(outcome.item, RuntimeError("the probe returned no finding"))
                 )
                 return
-            with transaction.atomic():
-                for draft in drafts:
-                    if (
-                        finding_record(run=run, draft=draft, started_at=started, finished_at=finished)
-                        is not None
-                    ):
-                        state.written += 1
-                ProbeRun.objects.filter(pk=run.pk).update(progress_done=F("progress_done") + 1)
+
+            def write() -> int:  # one transaction per target; retried whole while the database is away
+                written = 0
+                with transaction.atomic():
+                    for draft in drafts:
+                        if finding_record(run=run, draft=draft, started_at=started, finished_at=finished):
+                            written += 1
+                    if written:
+                        ProbeRun.objects.filter(pk=run.pk).update(progress_done=F("progress_done") + 1)
+                return written
+
+            state.written += db_retry(write, what=f"probe run {run.pk}: findings of {outcome.item.name}",
+                                      notes=state.coordination)
 
         fan_out(todo, measure, max_concurrency=ctx.max_concurrency, on_done=record)
         return _conclude(run, probe, state, targets)
@@ -999,7 +1101,8 @@ def _inventory_refresh_for(run: ProbeRun, probe: Probe, ctx: ProbeContext) -> bo
 def _provider_slots(run: ProbeRun, probe: Probe, ctx: ProbeContext) -> ProviderSlots:
     """The provider-wide session semaphore (Redis): the cluster's limit, shared by every worker."""
     return ProviderSlots(
-        client=redis.Redis.from_url(settings.REDIS_URL),
+        # bounded socket waits: a Redis that hangs is handled like one that refuses (a coordination fault)
+        client=redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5, socket_connect_timeout=5),
         provider_key=str(run.cluster.provider_id),
         limit=ctx.max_concurrency,
         lease_s=float(settings.OPGRADE_PROBE_STALE_S),  # a dead worker's slots free as its runs do
@@ -1032,10 +1135,14 @@ def _conclude(run: ProbeRun, probe: Probe, state: _RunState, targets: list[Targe
         state.unverified += 1
     permanent = [f for f in state.failures if not getattr(f.error, "transient", False)]
     transient = [f for f in state.failures if getattr(f.error, "transient", False)]
-    if transient and not permanent and run.attempt < settings.OPGRADE_PROBE_MAX_ATTEMPTS:
+    # Targets that did not run because our own coordination was down are not the provider's
+    # failures: they get retries of their own (bounded), beyond the provider's attempts.
+    ours = bool(transient) and all(getattr(f.error, "coordination", False) for f in transient)
+    limit = settings.OPGRADE_PROBE_MAX_ATTEMPTS + (COORDINATION_EXTRA_ATTEMPTS if ours else 0)
+    if transient and not permanent and run.attempt < limit:
         first = transient[0].error
         _release_for_retry(run, code=getattr(first, "code", "transient"), message=str(first))
-        delay = settings.OPGRADE_PROBE_RETRY_BASE_S * 2 ** (run.attempt - 1)
+        delay = min(settings.OPGRADE_PROBE_RETRY_BASE_S * 2 ** (run.attempt - 1), RETRY_DELAY_MAX_S)
         return ExecuteResult(status="retry", retry_in=delay, findings=state.written)
     now = timezone.now()
     for failure in state.failures:  # a target we gave up on is finished too: it counts in n of m
@@ -1056,6 +1163,10 @@ def _conclude(run: ProbeRun, probe: Probe, state: _RunState, targets: list[Targe
         first = state.failures[0].error
         _finish(run, status=ProbeRun.Status.ERROR, code=getattr(first, "code", "error"), message=str(first))
         return ExecuteResult(status="error", findings=state.written)
+    if state.coordination:  # done, and the run says our coordination faltered (not the provider)
+        _finish(run, status=ProbeRun.Status.DONE, flagged=state.unverified > 0, code=COORDINATION_FAULT,
+                message=("our coordination faltered, measurements kept: " + "; ".join(state.coordination)))
+        return ExecuteResult(status="done", findings=state.written)
     _finish(run, status=ProbeRun.Status.DONE, flagged=state.unverified > 0)
     return ExecuteResult(status="done", findings=state.written)
 

@@ -5,18 +5,28 @@ make the broker redeliver a run whose worker died; the atomic claim in ``probe_r
 that redelivery (or any duplicate) safe; a redelivery that finds its run still held by a dead
 claimant comes back once the claim is stale instead of being dropped. Probe runs go to the
 ``probes`` queue.
+
+A fault of our own coordination (the database or Redis unavailable) escaping the service is not
+the run's failure: the task comes back with bounded backoff, and the claim decides what is left to
+do. Should the broker be down too, so that not even the retry can be sent, the run's row is where
+the sweeper finds it.
 """
 
 from __future__ import annotations
 
 import logging
 
+import redis
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from django.db import InterfaceError, OperationalError
 
 from probes import services
 
 logger = logging.getLogger(__name__)
+
+#: Deliveries a run gets back after a coordination fault escaped (then the sweeper has it).
+COORDINATION_RETRIES = 8
 
 
 @shared_task(
@@ -35,6 +45,13 @@ def probe_run_execute_task(self, run_id: int) -> None:  # type: ignore[no-untype
             run_id=run_id, code="time_limit", message="the run exceeded its soft time limit"
         )
         return
+    except (OperationalError, InterfaceError, redis.RedisError) as exc:
+        retries = self.request.retries or 0
+        logger.warning("probe run %s: coordination fault (%s: %s), delivery %s", run_id, type(exc).__name__,
+                       exc, retries + 1)
+        if retries >= COORDINATION_RETRIES:
+            return  # the row is pending or running with a heartbeat going stale: the sweeper re-sends it
+        raise self.retry(countdown=min(2 ** retries, 60)) from exc
     logger.info("probe run %s: %s (%s findings)", run_id, result.status, result.findings)
     if result.retry_in is not None:
         raise self.retry(countdown=result.retry_in)

@@ -20,6 +20,7 @@ the cycle's state, not the user.
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,7 +34,7 @@ from django.utils import timezone
 from config.access import Role, user_role
 from probes.catalog import UnknownProbe, probe_get
 from probes.models import ClusterAccess, ProbeRun
-from probes.services import probe_runs_start
+from probes.services import broker_check, probe_runs_start
 from providers.models import Cluster, Cycle, Provider
 from ratings.engine_types import ScoringInputError
 from ratings.models import ScoreSnapshot
@@ -45,6 +46,8 @@ from reviews.models import ConflictOfInterest, ReviewAssignment
 from reviews.services import ReviewsError, assignment_create
 from rubric.models import Criterion
 from workbench.selectors import probe_runs_with_errors
+
+logger = logging.getLogger(__name__)
 
 RERUN_STATUSES = frozenset({ProbeRun.Status.ERROR, ProbeRun.Status.CANCELLED})
 SEQUENCE_POLL_S = 15
@@ -113,7 +116,12 @@ def _slot(now: datetime | None = None) -> datetime:
 
 @transaction.atomic
 def cycle_probes_run(*, cycle: Cycle, provider: Provider | None = None, now: datetime | None = None) -> ProbePlan:
-    """Start the missing or failed probes of ``provider`` (or the whole peer set) in ``cycle``."""
+    """Start the missing or failed probes of ``provider`` (or the whole peer set) in ``cycle``.
+
+    All or nothing: the broker is checked before anything is written (``QueueUnavailable``), the
+    runs of every cluster are written in this one transaction, and their tasks are sent once it
+    commits; a send that fails after the commit leaves its run pending for the sweeper.
+    """
     peers = cycle.providers.all()
     if provider is not None:
         if not peers.filter(pk=provider.pk).exists():
@@ -124,6 +132,7 @@ def cycle_probes_run(*, cycle: Cycle, provider: Provider | None = None, now: dat
     if not probe_ids:
         plan.skipped.append(f"the rubric {cycle.rubric_version} binds no probe of the catalog")
         return plan
+    broker_check()  # before any write: a queue that is down starts nothing
     clusters = list(Cluster.objects.filter(provider__in=peers).select_related("provider").order_by("provider__name", "name"))
     with_access = set(ClusterAccess.objects.filter(cluster__in=clusters).values_list("cluster_id", flat=True))
     needed = probes_needing_a_run(cycle=cycle, clusters=clusters, probe_ids=probe_ids)
@@ -151,7 +160,17 @@ def _sequence_send(*, cycle_id: int, cluster_id: int, wait_ids: list[int], remai
     from workbench.tasks import probe_sequence_advance_task
 
     args = (cycle_id, cluster_id, wait_ids, remaining, slot.isoformat())
-    transaction.on_commit(lambda: probe_sequence_advance_task.apply_async(args, countdown=countdown))
+
+    def send() -> None:
+        # after the commit, a broker that just failed must not turn the request into an error: the
+        # queue's runs are not written yet, so "Run missing probes" again starts them
+        try:
+            probe_sequence_advance_task.apply_async(args, countdown=countdown)
+        except Exception as exc:
+            logger.warning("disruptive queue of cluster %s not sent (%s: %s); run missing probes again",
+                           cluster_id, type(exc).__name__, exc)
+
+    transaction.on_commit(send)
 
 
 def probe_sequence_advance(

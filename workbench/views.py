@@ -28,6 +28,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from config.access import Role, user_role
+from probes.services import QueueUnavailable
 from providers.models import Cycle, Provider
 from ratings.engine_types import ScoringInputError
 from ratings.services import cycle_scores_compute
@@ -203,6 +204,9 @@ def probes_run(request: HttpRequest, slug: str) -> HttpResponse:
         plan = services.cycle_probes_run(cycle=cycle, provider=provider)
     except services.WorkbenchError as exc:
         messages.error(request, str(exc))
+        return _back(cycle)
+    except QueueUnavailable:  # checked before any write: nothing was started, nothing written
+        messages.error(request, "The queue is unavailable, nothing was started. Try again in a minute.")
         return _back(cycle)
     who = provider.name if provider else "the peer set"
     if plan.started:

@@ -7,8 +7,8 @@ probes model permissions too (starting runs: ``probes.add_proberun``). Each writ
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, status, viewsets
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import DjangoModelPermissions
@@ -29,19 +29,35 @@ from providers.models import Cluster
 ROLES = {"read": set(STAFF_ROLES), "write": {Role.ANALYST, Role.ADMIN}}
 
 
+class QueueUnavailableError(exceptions.APIException):
+    """503: the task queue does not answer; no run was started and nothing was written."""
+
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = services.QueueUnavailable.message
+    default_code = "queue_unavailable"
+
+
 class ProbeRunViewSet(RoleViewSetMixin, viewsets.ReadOnlyModelViewSet):
     roles = ROLES
     queryset = ProbeRun.objects.select_related("cluster").order_by("-created_at")
     serializer_class = ProbeRunSerializer
     filterset_fields = ["cluster", "status", "probe_id", "flagged"]
 
-    @extend_schema(request=ProbeRunStartSerializer, responses=ProbeRunSerializer(many=True))
+    @extend_schema(
+        request=ProbeRunStartSerializer,
+        responses={201: ProbeRunSerializer(many=True), 503: OpenApiResponse(description=services.QueueUnavailable.message)},
+    )
     @action(detail=False, methods=["post"], permission_classes=[RolePermission, DjangoModelPermissions])
     def start(self, request: Request, **kwargs: object) -> Response:
         data = ProbeRunStartSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         cluster = get_object_or_404(Cluster, pk=data.validated_data["cluster"])
-        runs = services.probe_runs_start(cluster=cluster, probe_ids=data.validated_data["probes"])
+        try:
+            runs = services.probe_runs_start(cluster=cluster, probe_ids=data.validated_data["probes"])
+        except services.QueueUnavailable as exc:  # checked before any write: all or nothing
+            raise QueueUnavailableError(
+                {"detail": services.QueueUnavailable.message, "code": QueueUnavailableError.default_code}
+            ) from exc
         return Response(ProbeRunSerializer(runs, many=True).data, status=status.HTTP_201_CREATED)
 
 
