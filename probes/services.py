@@ -46,6 +46,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from config.crypto import secret_decrypt, secret_encrypt
+from probes import secret_binding
 from probes.catalog import probe_get
 from probes.catalog.base import (
     FindingDraft,
@@ -142,6 +143,8 @@ def tenant_account_set_secrets(
         account.passphrase_encrypted = secret_encrypt(passphrase) if passphrase else ""
     if password:
         account.password_encrypted = secret_encrypt(password)
+        # typed now: bound to the web endpoints' origins as they are now, and to no other (issue 24)
+        account.password_origins = secret_binding.password_origins(account.cluster_id)
     if not account.private_key_encrypted and not account.password_encrypted:
         raise ProbeRunError("a tenant account needs a private key or a password")
     account.save()
@@ -150,7 +153,9 @@ def tenant_account_set_secrets(
 
 def cluster_access_set_api_token(*, access: ClusterAccess, token: str) -> ClusterAccess:
     access.api_token_encrypted = secret_encrypt(token) if token else ""
-    access.save(update_fields=["api_token_encrypted"])
+    # typed now: bound to the API URL's origin as it is now, and to no other (issue 24)
+    access.api_token_origin = secret_binding.api_token_origin(access) if token else ""
+    access.save(update_fields=["api_token_encrypted", "api_token_origin"])
     return access
 
 
@@ -233,12 +238,14 @@ def probe_context_build(*, cluster: Cluster, pool_factory: PoolFactory = SshPool
                 passphrase=secret_decrypt(a.passphrase_encrypted) if a.passphrase_encrypted else None,
                 password=secret_decrypt(a.password_encrypted) if a.password_encrypted else None,
             ),
+            http_origins=frozenset(a.password_origins or ()),
         )
         for a in TenantAccount.objects.filter(cluster=cluster).order_by("label")
     ]
     api = None
     if access is not None and access.api_base_url and access.api_token_encrypted:
-        api = ProviderApi(base_url=access.api_base_url, token=secret_decrypt(access.api_token_encrypted))
+        api = ProviderApi(base_url=access.api_base_url, token=secret_decrypt(access.api_token_encrypted),
+                          origin=access.api_token_origin)
     capabilities = set()
     if login is not None and tenants:
         capabilities.add(Requirement.SSH)
@@ -283,11 +290,14 @@ def cluster_inventory_read(*, ctx: ProbeContext, access: ClusterAccess) -> tuple
     or the provider API's ``GET /v1/nodes``. Raises TransportError (the login node) or
     ProbeRunError (an unreadable answer)."""
     if access.inventory_source == ClusterAccess.InventorySource.PROVIDER_API:
-        from probes.catalog._support import http  # the catalog's one bounded HTTP client
+        from probes.catalog._support import CredentialNotBound, http  # the catalog's one bounded HTTP client
 
         if ctx.api is None:
             raise ProbeRunError("inventory from the provider API: no API URL and token stored")
-        answer = http("GET", ctx.api.base_url.rstrip("/") + "/v1/nodes", bearer=ctx.api.token, timeout_s=15)
+        try:
+            answer = http("GET", ctx.api.base_url.rstrip("/") + "/v1/nodes", auth=ctx.api.credential, timeout_s=15)
+        except CredentialNotBound as exc:
+            raise ProbeRunError(f"inventory: {exc.summary}"[:300]) from exc
         if not answer.ok:
             raise ProbeRunError(f"inventory: the provider API answered {answer.status} {answer.error}"[:300])
         try:
