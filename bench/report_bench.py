@@ -104,8 +104,8 @@ user = User.objects.create_superuser("bench", password=None)
 report = services.report_draft_create(cycle=cycle, snapshot_document=doc)
 services.report_fact_check_open(report=report)
 services.report_publish(report=report, user=user)
-from rest_framework.authtoken.models import Token
-print(report.pk, Token.objects.create(user=user).key)
+from reviews.api_tokens import api_token_issue
+print(report.pk, api_token_issue(user=user, name="bench", by=user).token)
 '''
 
 

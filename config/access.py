@@ -79,7 +79,7 @@ ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
         "ratings.scoreoverride": ("view", "add", "change"),
         "reviews.rightofreply": ("view", "change"),
     },
-    Role.ADMIN: dict.fromkeys((*_MANAGED_APPS, "reviews", "auth", "authtoken", "axes"), ("view", "add", "change", "delete", "publish")),
+    Role.ADMIN: dict.fromkeys((*_MANAGED_APPS, "reviews", "auth", "axes"), ("view", "add", "change", "delete", "publish")),
     Role.PROVIDER: {},
 }
 ROLE_IS_STAFF: dict[Role, bool] = {role: role in STAFF_ROLES for role in Role}

@@ -215,7 +215,8 @@ LOGGING = {
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        # API tokens hashed at rest (reviews/api_tokens.py); DRF's authtoken app is not installed.
+        "reviews.authentication.ApiTokenAuthentication",
     ],
     # Signed-in users only, and provider (outside) accounts only where a view opts them in.
     "DEFAULT_PERMISSION_CLASSES": ["config.access.NotProviderUser"],

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from rest_framework.authtoken.models import Token
+from rest_framework.authentication import TokenAuthentication
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
 
 
 def _is_token_client(request: Request) -> bool:
-    return isinstance(getattr(request, "auth", None), Token)
+    # The project's token scheme subclasses DRF's (reviews.authentication): ask which one
+    # authenticated the request rather than naming an app's token model from config.
+    return isinstance(getattr(request, "successful_authenticator", None), TokenAuthentication)
 
 
 class _CurrentRates:

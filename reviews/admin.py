@@ -21,7 +21,7 @@ from config.admin_readonly import ReadOnlyAdminMixin
 from config.history_admin import GuardedHistoryAdmin
 from providers.models import Cycle
 from ratings.models import ScoreOverride
-from reviews import selectors, services
+from reviews import selectors, services, token_admin  # noqa: F401  (token_admin registers API tokens' admin)
 from reviews.models import (
     AuditEvent,
     ConflictOfInterest,

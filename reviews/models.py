@@ -25,6 +25,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 from simple_history.models import HistoricalRecords
 
 from reviews.history import foreign_history_register
@@ -290,6 +291,46 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M} {self.username or '-'} {self.get_action_display()} {self.model}"
+
+
+class ApiToken(models.Model):
+    """An API token of one user, kept as a public prefix and a SHA-256 digest, never in clear.
+
+    The token itself is shown once, to whoever issued it (`reviews.api_tokens`); requests
+    find their row by `prefix` (unique index) and compare digests (`reviews.tokens`). A
+    revoked token keeps its row (who revoked it and when) and authenticates no more.
+    No simple-history here: a history table would copy the digest; the row's own dates are
+    the audit trail.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, help_text="What the token is for, e.g. 'nightly export script'.")
+    prefix = models.CharField(max_length=16, unique=True, editable=False,
+                              help_text="The token's first characters: public, tells tokens apart.")
+    digest = models.CharField(max_length=64, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "API token"
+        constraints = [
+            models.CheckConstraint(condition=Q(digest__regex=r"^[0-9a-f]{64}$"), name="apitoken_digest_is_sha256"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
 
 
 # History for the audited models of the apps below (rubric, providers, ratings, reports) lives

@@ -7,6 +7,7 @@ import datetime as dt
 import factory
 
 from providers.models import Cluster, Cycle, Provider
+from reviews.api_tokens import api_token_issue
 from rubric.models import Area, Criterion, RubricVersion
 
 
@@ -80,3 +81,8 @@ class CycleFactory(factory.django.DjangoModelFactory):
     def providers(self, create, extracted, **kwargs):
         if create and extracted:
             self.providers.set(extracted)
+
+
+def api_token_for(user: object) -> str:
+    """A new API token of `user` (issued by the user, as in the portal): what a script sends."""
+    return api_token_issue(user=user, name="test client", by=user).token

@@ -146,6 +146,10 @@ ACCESS: dict[str, Entry] = {
     "portal/logout/": Entry(methods={"POST": EVERYONE}, public=True),
     "portal/cycles/<cycle_slug>/": _get(frozenset({PROVIDER}), obj="cycle_b_only"),
     "portal/cycles/<cycle_slug>/replies/": Entry(methods={"POST": frozenset({PROVIDER})}, obj="cycle_b_only"),
+    # A provider user's own API tokens; B's token id is a 404 for provider A.
+    "portal/tokens/": Entry(methods={"GET": frozenset({PROVIDER}), "POST": frozenset({PROVIDER})}),
+    "portal/tokens/<pk>/rotate/": Entry(methods={"POST": frozenset({PROVIDER})}, obj="b_api_token"),
+    "portal/tokens/<pk>/revoke/": Entry(methods={"POST": frozenset({PROVIDER})}, obj="b_api_token"),
     # --- public report pages (published material only; drafts are 404 for everyone) ---------
     "": _get(EVERYONE, public=True),
     "llms.txt": _get(EVERYONE, public=True),
@@ -216,7 +220,6 @@ ADMIN_ACCESS: dict[str, AdminEntry] = {
     "axes.accessfailurelog": _ADMIN_ONLY,
     "axes.accesslog": _ADMIN_ONLY,
     "auth.user": _ADMIN_ONLY,
-    "authtoken.tokenproxy": _ADMIN_ONLY,
     "django_celery_beat.clockedschedule": _STAFF_VIEW,
     "django_celery_beat.crontabschedule": _STAFF_VIEW,
     "django_celery_beat.intervalschedule": _STAFF_VIEW,
@@ -259,4 +262,6 @@ ADMIN_ACCESS: dict[str, AdminEntry] = {
     "reviews.interviewnote": _STAFF_VIEW,
     "reviews.feedbackimport": _STAFF_VIEW,
     "reviews.auditevent": _STAFF_VIEW,
+    # API tokens: prefix, owner and dates only (never the token or its digest); admins only.
+    "reviews.apitoken": _ADMIN_ONLY,
 }

@@ -171,13 +171,31 @@ def _body(response: Any) -> str:
     return response.content.decode(errors="replace")
 
 
+# What only Django's technical pages (DEBUG on: the 500 traceback page, its text version for
+# non-HTML clients, the 404 page listing the URLconf, the CSRF failure help) print.
+_DEBUG_PAGE = re.compile(
+    r"you have (?:<code>)?DEBUG\s*=\s*True|Traceback \(most recent call last\)|id=\"traceback\"|id=\"requestinfo\"|"
+    r"DJANGO_SETTINGS_MODULE|Using the URLconf defined in",
+)
+
+
+def debug_page(body: str) -> bool:
+    """Whether this body is (or quotes) one of Django's debug pages: a traceback, settings, URLconf."""
+    return bool(_DEBUG_PAGE.search(body))
+
+
 def leaks(world: World, role: str, body: str) -> list[str]:
     """What in this body the role must never see."""
     found = []
+    if debug_page(body):
+        found.append("Django's debug page (traceback, settings or URLconf)")
     if RAW_ORG in body:
         found.append("a raw respondent organisation")
     if SECRET_CIPHERTEXT in body:
         found.append("stored credentials")
+    token = world.objects.get("b_api_token")
+    if token is not None and (world.objects["b_api_token_clear"] in body or token.digest in body):
+        found.append("an API token or its digest")
     if role in {ANON, PROVIDER} and B_SECRET in body:
         found.append("provider B's private data")
     if role == REVIEWER and ("A-OWN review notes" in body or "A-OWN quote" in body):

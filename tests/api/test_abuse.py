@@ -8,8 +8,9 @@ import pytest
 from axes.models import AccessAttempt
 from django.contrib.auth import get_user_model
 from django.test import Client
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
+
+from tests.factories import api_token_for
 
 pytestmark = pytest.mark.django_db
 
@@ -73,7 +74,7 @@ def test_signed_in_users_are_throttled_at_the_user_rate(low_rates: None, staff: 
 
 def test_token_clients_have_their_own_rate(low_rates: None, staff: Any) -> None:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=staff).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_for(staff)}")
     assert _statuses(client, "/api/v1/providers/", 7) == [200] * 6 + [429]
 
 

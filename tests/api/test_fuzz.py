@@ -22,7 +22,6 @@ from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -31,6 +30,8 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+
+from tests.factories import api_token_for
 
 pytestmark = pytest.mark.django_db
 
@@ -72,7 +73,7 @@ def _schema(user: Any) -> Any:
 
 def _fuzz(user: Any) -> list[str]:
     schema = _schema(user)
-    headers = {"Authorization": f"Token {Token.objects.get_or_create(user=user)[0].key}"}
+    headers = {"Authorization": f"Token {api_token_for(user)}"}
     failures: list[str] = []
     with _test_connection_kept():
         for result in schema.get_all_operations():

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from drf_spectacular.drainage import GENERATOR_STATS
 from drf_spectacular.generators import SchemaGenerator
-from rest_framework.authtoken.models import Token
 
 from tests.api.test_fuzz import _fuzz_operation, _schema, _test_connection_kept, generous_rates
+from tests.factories import api_token_for
 from tests.reviews.conftest import _fast_password_hashing, base, world
 
 __all__ = ["_fast_password_hashing", "base", "generous_rates", "world"]
@@ -34,7 +34,7 @@ def test_the_cost_api_is_documented_without_schema_warnings():
 def test_the_cost_api_answers_fuzzed_requests_as_its_schema_says(world: Any, generous_rates: None, role: str):
     user = world.users[role]
     schema = _schema(user)
-    headers = {"Authorization": f"Token {Token.objects.get_or_create(user=user)[0].key}"}
+    headers = {"Authorization": f"Token {api_token_for(user)}"}
     failures: list[str] = []
     operations = [r.ok() for r in schema.get_all_operations()]
     ours = [op for op in operations if op.path.startswith(COST_PATHS)]

@@ -30,7 +30,7 @@ REQUESTS = 120
 SETUP = """
 import json
 from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
+from reviews.api_tokens import api_token_issue
 from rubric.models import Criterion
 from rubric.services import rubric_version_import
 
@@ -38,7 +38,7 @@ text = open("rubric/data/opgrade-2026.1.yaml").read()
 version = rubric_version_import(text=text, filename="opgrade-2026.1.yaml").rubric_version
 admin = get_user_model().objects.create_superuser("load-admin", "load@example.org", "x" * 16)
 ids = list(Criterion.objects.filter(rubric_version=version).values_list("pk", flat=True))
-print(json.dumps({"token": Token.objects.create(user=admin).key, "criteria": ids}))
+print(json.dumps({"token": api_token_issue(user=admin, name="load", by=admin).token, "criteria": ids}))
 """
 
 

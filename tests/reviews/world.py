@@ -21,6 +21,7 @@ from config.access import Role
 from providers.models import Cycle, Provider
 from ratings.models import ScoreOverride
 from reviews import services
+from reviews.api_tokens import api_token_issue
 from reviews.models import (
     ConflictOfInterest,
     FeedbackImport,
@@ -150,6 +151,9 @@ def _private_data_plant(w: World) -> None:
     o["snapshot"], o["b_tier_assignment"] = _snapshot(w)
     o["b_membership"] = u["provider_b"].provider_membership
     o["b_audit_event"] = None  # the audit log is global; its list is staff-only
+    # Provider B's API token: its name is B's; the token itself must never appear on any page.
+    issued = api_token_issue(user=u["provider_b"], name=f"{B_SECRET} token", by=u["provider_b"])
+    o["b_api_token"], o["b_api_token_clear"] = issued.row, issued.token
 
 
 def _finding(cluster: Any, cycle: Cycle, summary: str) -> Any:
