@@ -6,6 +6,7 @@ knows these ids; production workers never do.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from probes.catalog import register
@@ -86,3 +87,23 @@ class Disruptive(Probe):
         assert target.endpoint is not None
         result = ctx.ssh(target.endpoint).run(Command("true"), timeout_s=self.timeout_s)
         return [self.finding(target, Outcome.PASS, value=result.duration_s)]
+
+
+@register
+class PausedNode(Probe):
+    """Takes a moment per node and talks to nothing (test only): the coordination-outage tests
+    (tests/integration/test_coordination_outages.py) need runs in flight, not a transport."""
+
+    id = "test_paused_node"
+    version = 1
+    area = Area.PROVISIONING
+    question = "Does each node answer after a pause, measured without a transport? (test only)"
+    scope = Scope.NODE
+    requirements = frozenset()
+    timeout_s = 20
+    metric = Metric(name="paused", unit="s", direction=Direction.LOWER)
+
+    def execute(self, ctx: ProbeContext, target: Target) -> Sequence[FindingDraft]:
+        seconds = float(ctx.settings.get("pause_s", 1.5))
+        time.sleep(seconds)
+        return [self.finding(target, Outcome.PASS, value=seconds, evidence={"paused_s": seconds})]
