@@ -14,12 +14,13 @@
 #
 # Logs, all under var/log/: demo-worker.log, demo-beat.log, demo-web.log (the web process's
 # Django log, errors with their tracebacks, and gunicorn's own), demo-access.log, demo-cycle.log, demo-schedule.log.
+# DEBUG is off (scripts/demo-env.sh): a visitor who hits an error gets a plain page; the traceback
+# is in demo-web.log.
 #
 # The testbeds stay up after the server stops; `make demo-down` removes them.
 # Needs root (the testbed creates network namespaces and users). Idempotent: run it again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export OPGRADE_DEBUG="${OPGRADE_DEBUG:-1}"
 start=$(date +%s)
 step() { echo "== [$(( $(date +%s) - start )) s] $*"; }
 py=.venv/bin/python
@@ -28,6 +29,8 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "error: the demo runs the testbed (network namespaces, Linux users, daemons): run it as root" >&2
   exit 1
 fi
+# DEBUG off, with secrets generated once into var/demo-secrets.env (mode 600) and reused.
+. scripts/demo-env.sh
 
 step "Python packages"
 ./scripts/install.sh
@@ -101,9 +104,7 @@ $py manage.py demo_schedule | tee var/log/demo-schedule.log || \
   echo "warning: the scheduled run did not pass (see var/log/demo-schedule.log)" >&2
 
 step "web server on http://127.0.0.1:8000 (Ctrl-C stops it and the worker)"
-OPGRADE_LOG_FILE=var/log/demo-web.log .venv/bin/gunicorn config.wsgi:application \
-  --bind 127.0.0.1:8000 --workers 2 --timeout 120 \
-  --access-logfile var/log/demo-access.log --error-logfile var/log/demo-web.log &
+./scripts/demo-web.sh &
 server_pid=$!
 for _ in $(seq 1 30); do
   $py -c "import urllib.request as u; u.urlopen('http://127.0.0.1:8000/healthz', timeout=2)" 2>/dev/null && break

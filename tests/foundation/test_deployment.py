@@ -80,4 +80,8 @@ def test_the_demo_runs_beat_beside_its_worker_and_logs_the_web_process_to_var_lo
     demo = script.read_text()
     assert re.search(r"^\.venv/bin/celery -A config worker ", demo, re.M)
     assert re.search(r"^\.venv/bin/celery -A config beat ", demo, re.M)
-    assert "OPGRADE_LOG_FILE=var/log/demo-web.log" in demo and "worker_log=var/log/demo-worker.log" in demo
+    assert "worker_log=var/log/demo-worker.log" in demo
+    # the web server (scripts/demo-web.sh, DEBUG off) logs Django and gunicorn to var/log/demo-web.log
+    web = (ROOT / "scripts" / "demo-web.sh").read_text()
+    assert "\n./scripts/demo-web.sh &\n" in demo and os.access(ROOT / "scripts" / "demo-web.sh", os.X_OK)
+    assert "log_dir=${OPGRADE_DEMO_LOG_DIR:-var/log}" in web and 'OPGRADE_LOG_FILE="$log_dir/demo-web.log"' in web
