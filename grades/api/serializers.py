@@ -39,3 +39,42 @@ class PriceObservationSerializer(serializers.ModelSerializer):
                   "price_per_gpu_hour", "recorded_by", "created_at"]
         read_only_fields = ["id", "grade_label", "provider", "recorded_by", "created_at"]
         validators: list[Any] = []  # the service checks duplicates and says which row it duplicates
+
+
+_TEXT: dict[str, Any] = {"type": "string"}
+
+# ``GET grade-definitions/{id}/export/``: the canonical YAML document (grades/spec.py, format
+# ``opgrade-grade/1``), byte for byte as frozen, served as application/yaml.
+GRADE_DOCUMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "The grade definition as its canonical YAML document (format opgrade-grade/1; "
+                   "grades/spec.py), byte for byte as stored and fingerprinted.",
+    "properties": {
+        "format": {"type": "string", "enum": ["opgrade-grade/1"]},
+        "name": _TEXT, "version": _TEXT, "title": _TEXT, "description": _TEXT, "rubric": _TEXT,
+        "hardware": {"type": "object", "properties": {"gpu_model": _TEXT}, "required": ["gpu_model"]},
+        "scope": {"type": "object", "properties": {"orchestrator": _TEXT}, "required": ["orchestrator"]},
+        "requirements": {"type": "array", "items": {
+            "type": "object", "properties": {"key": _TEXT, "title": _TEXT, "kind": _TEXT},
+            "required": ["key", "title", "kind"],
+        }},
+        "contract": {"type": "object", "properties": {"term": _TEXT, "support": _TEXT},
+                     "required": ["term", "support"]},
+    },
+    "required": ["format", "name", "version", "title", "rubric", "hardware", "scope", "requirements", "contract"],
+}
+
+
+class GradeIndexSerializer(serializers.Serializer):
+    """What ``GET grade-definitions/{id}/index/`` answers: one period's reference index."""
+
+    grade = serializers.CharField(help_text="The grade's label (name@version).")
+    term = serializers.CharField()
+    period = serializers.CharField(help_text="YYYY-MM")
+    median = serializers.FloatField(help_text="Median price per GPU-hour of the period's observations.")
+    count = serializers.IntegerField(help_text="Observations in the period.")
+    min = serializers.FloatField()
+    max = serializers.FloatField()
+    p25 = serializers.FloatField()
+    p75 = serializers.FloatField()
+    thin = serializers.BooleanField(help_text="Too few observations to rely on.")

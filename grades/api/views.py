@@ -19,8 +19,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from config.access import ALL_STAFF_READ, Role, RoleViewSetMixin
+from config.api_negotiation import DocumentExportNegotiation
 from grades import selectors, services
-from grades.api.serializers import GradeDefinitionSerializer, PriceObservationSerializer
+from grades.api.serializers import (
+    GRADE_DOCUMENT_SCHEMA,
+    GradeDefinitionSerializer,
+    GradeIndexSerializer,
+    PriceObservationSerializer,
+)
 from grades.tracking import NoObservations
 
 RUNNERS = {Role.ANALYST, Role.ADMIN}
@@ -35,14 +41,15 @@ class GradeDefinitionViewSet(RoleViewSetMixin, viewsets.ReadOnlyModelViewSet):
     def get_queryset(self) -> Any:
         return selectors.grade_definition_list()
 
-    @extend_schema(responses={200: str})
-    @action(detail=True, methods=["get"])
+    @extend_schema(responses={(200, "application/yaml"): GRADE_DOCUMENT_SCHEMA})
+    @action(detail=True, methods=["get"], content_negotiation_class=DocumentExportNegotiation)
     def export(self, request: Request, pk: str | None = None, **kwargs: Any) -> HttpResponse:
         grade = self.get_object()
         return HttpResponse(selectors.grade_definition_export(grade=grade), content_type="application/yaml; charset=utf-8")
 
     @extend_schema(parameters=[OpenApiParameter("period", str, required=True, description="YYYY-MM"),
-                               OpenApiParameter("term", str, required=False, description="default: the grade's term")])
+                               OpenApiParameter("term", str, required=False, description="default: the grade's term")],
+                   responses={200: GradeIndexSerializer})
     @action(detail=True, methods=["get"])
     def index(self, request: Request, pk: str | None = None, **kwargs: Any) -> Response:
         """The reference index of one period; 400 when the period has no observations."""
@@ -55,9 +62,10 @@ class GradeDefinitionViewSet(RoleViewSetMixin, viewsets.ReadOnlyModelViewSet):
             point = selectors.grade_index_period(grade=grade, term=term, period=period)
         except (NoObservations, ValueError) as exc:
             raise ValidationError({"period": f"{grade.label}, {term}: {exc}"}) from exc
-        return Response({"grade": grade.label, "term": term, "period": point.period, "median": point.median,
-                         "count": point.count, "min": point.low, "max": point.high, "p25": point.p25,
-                         "p75": point.p75, "thin": point.thin})
+        return Response(GradeIndexSerializer({
+            "grade": grade.label, "term": term, "period": point.period, "median": point.median, "count": point.count,
+            "min": point.low, "max": point.high, "p25": point.p25, "p75": point.p75, "thin": point.thin,
+        }).data)
 
 
 class PriceObservationViewSet(RoleViewSetMixin, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):

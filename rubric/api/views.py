@@ -24,10 +24,13 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
 from config.api_input import BoundedJSONParser, CleanMultiPartParser
+from config.api_negotiation import DocumentExportNegotiation
 from rubric.api.serializers import (
+    RUBRIC_DOCUMENT_SCHEMA,
     CloneInputSerializer,
     CriterionSerializer,
     ImportResultSerializer,
+    RubricVersionDiffSerializer,
     RubricVersionSerializer,
 )
 from rubric.models import Criterion, RubricVersion
@@ -96,8 +99,8 @@ class RubricVersionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSe
             rubric_version=serializer.instance, data=dict(serializer.validated_data)
         )
 
-    @extend_schema(responses={(200, "application/yaml"): str})
-    @action(detail=True, methods=["get"], url_path="export")
+    @extend_schema(responses={(200, "application/yaml"): RUBRIC_DOCUMENT_SCHEMA})
+    @action(detail=True, methods=["get"], url_path="export", content_negotiation_class=DocumentExportNegotiation)
     def export(self, request: Request, pk: str | None = None, **kwargs: Any) -> HttpResponse:
         version = self.get_object()
         text = rubric_version_export(rubric_version=version)
@@ -153,7 +156,10 @@ class RubricVersionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSe
         body = self.get_serializer(rubric_version_list().get(pk=clone.pk)).data
         return Response(body, status=status.HTTP_201_CREATED)
 
-    @extend_schema(parameters=[OpenApiParameter("other", int, description="Version to compare against (default: the parent).")])
+    @extend_schema(
+        parameters=[OpenApiParameter("other", int, description="Version to compare against (default: the parent).")],
+        responses={200: RubricVersionDiffSerializer},
+    )
     @action(detail=True, methods=["get"])
     def diff(self, request: Request, pk: str | None = None, **kwargs: Any) -> Response:
         version = self.get_object()
@@ -167,11 +173,13 @@ class RubricVersionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSe
         else:
             raise ParseError("this version has no parent; pass ?other=<id>")
         diff = rubric_version_diff(a=base, b=version)
-        return Response({"text": diff.as_text(), "from": base.label, "to": version.label,
-                         "criteria_added": diff.criteria_added, "criteria_removed": diff.criteria_removed,
-                         "criteria_changed": [c.key for c in diff.criteria_changed],
-                         "areas_added": diff.areas_added, "areas_removed": diff.areas_removed,
-                         "areas_changed": [a.key for a in diff.areas_changed]})
+        return Response(RubricVersionDiffSerializer({
+            "text": diff.as_text(), "from": base.label, "to": version.label,
+            "criteria_added": diff.criteria_added, "criteria_removed": diff.criteria_removed,
+            "criteria_changed": [c.key for c in diff.criteria_changed],
+            "areas_added": diff.areas_added, "areas_removed": diff.areas_removed,
+            "areas_changed": [a.key for a in diff.areas_changed],
+        }).data)
 
 
 class CriterionViewSet(mixins.UpdateModelMixin, viewsets.ReadOnlyModelViewSet):
