@@ -176,8 +176,10 @@ def test_ci_runs_exactly_make_test_and_make_test_runs_the_test_script() -> None:
     ]
     assert "make test" in commands
     assert not [c for c in commands if "install" in c and "make" not in c and "apt.sh" not in c]
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}  # under make test
     dry = subprocess.run(
-        ["make", "-n", "test", "ARGS=tests/rubric"], cwd=ROOT, capture_output=True, text=True, timeout=30
-    )
+        ["make", "--no-print-directory", "-n", "test", "ARGS=tests/rubric"],
+        cwd=ROOT, capture_output=True, text=True, timeout=30, env=env,
+    )  # fmt: skip
     assert dry.stdout.split() == ["./scripts/test.sh", "tests/rubric"], dry.stdout + dry.stderr
     assert "./scripts/install-all.sh" in (ROOT / "scripts/test.sh").read_text()
