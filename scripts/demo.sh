@@ -2,8 +2,8 @@
 # The quick start's main job (`make demo`): install, then a full rating cycle on the built-in
 # testbed, then the admin and the published report served on http://127.0.0.1:8000.
 #
-#   1. Python packages (.venv), PostgreSQL/Redis answering, the testbed's system packages,
-#      the clustermax wheels for the audit probe
+#   1. Python packages (.venv) and the clustermax wheels for the audit probe (install.sh),
+#      PostgreSQL/Redis answering, the testbed's system packages, the LLM server
 #   2. migrate + collectstatic (SQLite at var/opgrade.sqlite3 unless DATABASE_URL says otherwise)
 #   3. a Celery worker in the background on both queues, and Celery beat beside it (schedules and
 #      the stuck-run sweeper); both stopped by pid when this script exits
@@ -32,7 +32,7 @@ fi
 # DEBUG off, with secrets generated once into var/demo-secrets.env (mode 600) and reused.
 . scripts/demo-env.sh
 
-step "Python packages"
+step "Python packages and the clustermax wheels for the audit probe"
 ./scripts/install.sh
 step "PostgreSQL and Redis"
 ./scripts/services.sh
@@ -40,10 +40,6 @@ step "testbed packages"
 ./scripts/install-testbed.sh
 step "LLM server for the serving probe (built once per machine, then cached)"
 ./scripts/install-llm.sh
-if ! ls var/wheels/cmax/clustermax-*.whl >/dev/null 2>&1; then
-  step "clustermax wheels for the audit probe"
-  PYTHON=$py ./scripts/fetch-cmax-wheels.sh
-fi
 
 step "database: migrate, static files"
 mkdir -p var/log var/static
