@@ -4,6 +4,7 @@ A :class:`GradeDefinition` holds one grade's canonical YAML text (``grades.spec`
 the definition, so an export gives back exactly the bytes that were frozen. A draft may be
 replaced or deleted; once frozen it is immutable, refused by the services, by ``save``/``delete``
 and by a database trigger (``grades.guards``), and changed only by cloning it into a new draft.
+Label, status and the refusal are ``rubric.versioned.FrozenDocument``'s, as for rubric versions.
 
 A :class:`PriceObservation` is one observed rent: $/GPU-hour for a cluster under a grade, with
 its source, date and term. Analysts record them (admin and API); duplicates are refused.
@@ -11,14 +12,13 @@ its source, date and term. Analysts record them (admin and API); duplicates are 
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
 from config.immutability import ImmutableError
 from grades.spec import TERMS
+from rubric.versioned import FrozenDocument
 
 
 class FrozenGradeError(ImmutableError):
@@ -30,10 +30,8 @@ class FrozenGradeError(ImmutableError):
                          "Clone it into a new draft version and edit that instead.")
 
 
-class GradeDefinition(models.Model):
-    class Status(models.TextChoices):
-        DRAFT = "draft", "Draft"
-        FROZEN = "frozen", "Frozen"
+class GradeDefinition(FrozenDocument):
+    document_noun = "grade"
 
     name = models.SlugField(max_length=64, help_text="Grade family, e.g. 'h100-sxm-managed-a'.")
     version = models.CharField(max_length=32, help_text="Version label, e.g. '2026.1'.")
@@ -41,7 +39,8 @@ class GradeDefinition(models.Model):
     rubric_label = models.CharField(max_length=100, help_text="NAME@VERSION of the rubric the grade reads.")
     gpu_model = models.CharField(max_length=64, help_text="The grade's GPU model ('none' without GPUs).")
     canonical = models.TextField(help_text="The definition in canonical YAML (grades/spec.py).")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    status = models.CharField(max_length=16, choices=FrozenDocument.Status.choices,
+                              default=FrozenDocument.Status.DRAFT)
     frozen_at = models.DateTimeField(null=True, blank=True)
     fingerprint = models.CharField(max_length=64, blank=True, help_text="sha256 of the canonical text, at freeze.")
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="children",
@@ -60,29 +59,9 @@ class GradeDefinition(models.Model):
     def __str__(self) -> str:
         return self.label
 
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if self._stored_is_frozen():
-            raise FrozenGradeError(self)
-        super().save(*args, **kwargs)
+    def frozen_error(self, what: str | None = None) -> FrozenGradeError:
+        return FrozenGradeError(self)
 
-    def delete(self, *args: Any, **kwargs: Any) -> Any:
-        if self._stored_is_frozen():
-            raise FrozenGradeError(self)
-        return super().delete(*args, **kwargs)
-
-
-    @property
-    def label(self) -> str:
-        return f"{self.name}@{self.version}"
-
-    @property
-    def is_frozen(self) -> bool:
-        return self.status == self.Status.FROZEN
-
-    def _stored_is_frozen(self) -> bool:
-        if self.pk is None:
-            return False
-        return GradeDefinition.objects.filter(pk=self.pk, status=self.Status.FROZEN).exists()
 
 class PriceObservation(models.Model):
     Term = models.TextChoices("Term", [("TERM_" + t.upper().replace("-", "_"), (t, t)) for t in TERMS], module=__name__)

@@ -37,22 +37,23 @@ from grades.eligibility import (
     evaluate,
 )
 from grades.models import GradeDefinition, PriceObservation
-from grades.spec import GradeFormatError, Vocabulary, parse_grade
+from grades.spec import GradeDiff, GradeFormatError, Vocabulary, diff_grades, parse_grade
 from probes.selectors import findings_for_provider
 from probes.thresholds import definitions as probe_definitions
 from probes.thresholds import real_scale_value
 from providers.models import Cluster, Cycle
 from ratings.models import ScoreSnapshot, TierAssignment
 from rubric.models import Criterion, RubricVersion
-from rubric.yaml_format import RubricProblem
+from rubric.versioned import DocumentNotFound, document_get
+from rubric.yaml_kit import Problem
 
 SCHEMA = "opgrade.grades/1"
 MEASURED = ("pass", "warn", "fail", "provider_error")
 DECIMALS = 6
 
 
-class GradeNotFound(LookupError):
-    pass
+class GradeNotFound(DocumentNotFound):
+    """No grade definition answers to the given reference."""
 
 
 # --------------------------------------------------------------------------- definitions
@@ -62,17 +63,7 @@ def grade_definition_list() -> QuerySet[GradeDefinition]:
 
 def grade_definition_get(*, ref: str | int) -> GradeDefinition:
     """By ``NAME@VERSION`` or numeric id."""
-    text = str(ref).strip()
-    if "@" in text:
-        name, _, version = text.partition("@")
-        found = GradeDefinition.objects.filter(name=name, version=version).first()
-    elif text.isdigit():
-        found = GradeDefinition.objects.filter(pk=int(text)).first()
-    else:
-        raise GradeNotFound(f"'{text}' is not a grade reference: use NAME@VERSION or an id")
-    if found is None:
-        raise GradeNotFound(f"no grade definition '{text}'")
-    return found
+    return document_get(GradeDefinition, ref=ref, not_found=GradeNotFound)
 
 
 def grade_definition_spec(*, grade: GradeDefinition) -> Grade:
@@ -84,9 +75,7 @@ def grade_definition_export(*, grade: GradeDefinition) -> str:
     return grade.canonical
 
 
-def grade_definition_diff(*, a: GradeDefinition, b: GradeDefinition) -> Any:
-    from grades.spec import diff_grades
-
+def grade_definition_diff(*, a: GradeDefinition, b: GradeDefinition) -> GradeDiff:
     return diff_grades(grade_definition_spec(grade=a), grade_definition_spec(grade=b))
 
 
@@ -103,7 +92,7 @@ def grade_vocabulary(*, rubric_label: str, filename: str = "<grade>") -> Vocabul
     name, _, version = rubric_label.partition("@")
     rubric = RubricVersion.objects.filter(name=name, version=version).first()
     if rubric is None:
-        raise GradeFormatError([RubricProblem(filename, None, "rubric", f"no rubric version {rubric_label} is loaded")])
+        raise GradeFormatError([Problem(filename, None, "rubric", f"no rubric version {rubric_label} is loaded")])
     rows = Criterion.objects.filter(rubric_version=rubric).values_list("key", "is_gate")
     metrics = {
         f"{probe}:{metric}": str((spec or {}).get("unit", ""))

@@ -3,6 +3,7 @@ rental price observations.
 
 Keyword-only and atomic: on any error nothing is written. A frozen definition is refused here
 (``FrozenGradeError``), again by the model and again by the database trigger (``grades.guards``).
+The lock, freeze, import and clone steps are ``rubric.versioned``'s, as for rubric versions.
 """
 
 from __future__ import annotations
@@ -19,21 +20,15 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from config.text import unsafe_text_problem
-from grades.models import FrozenGradeError, GradeDefinition, PriceObservation
+from grades.models import GradeDefinition, PriceObservation
 from grades.selectors import grade_vocabulary
-from grades.spec import (
-    TERMS,
-    GradeFormatError,
-    emit_grade,
-    fingerprint,
-    parse_grade,
-)
-from rubric.yaml_format import KEY_RE, VERSION_RE, VERSION_RULE, RubricProblem
+from grades.spec import TERMS, GradeFormatError, emit_grade, parse_grade
+from rubric import versioned
 
 BANDS_FILE = Path(__file__).resolve().parent / "data" / "price_bands.yaml"
 
 
-class GradeConflictError(Exception):
+class GradeConflictError(versioned.DocumentConflictError):
     """A grade NAME@VERSION already exists with different content."""
 
 
@@ -61,55 +56,40 @@ def grade_definition_import(*, text: str, filename: str, freeze: bool = False) -
     grade, canonical = _validated(text, filename)
     existing = GradeDefinition.objects.select_for_update().filter(name=grade.name, version=grade.version).first()
     if existing is not None:
-        if existing.canonical != canonical:
-            raise GradeConflictError(f"{filename}: grade {existing.label} already exists with different content; "
-                                     "give the new content a new version label")
-        if freeze and not existing.is_frozen:
-            existing = grade_definition_freeze(grade=existing)
-            return GradeImportResult(existing, False, f"{existing.label} already existed with identical content; froze it")
-        state = "frozen" if existing.is_frozen else "draft"
-        return GradeImportResult(existing, False, f"{existing.label} already exists with identical content ({state}); "
-                                                  "nothing imported")
-    try:
-        with transaction.atomic():
-            row = GradeDefinition.objects.create(
-                name=grade.name, version=grade.version, title=grade.title, rubric_label=grade.rubric,
-                gpu_model=grade.hardware.gpu_model, canonical=canonical,
-            )
-    except IntegrityError as exc:
-        raise GradeConflictError(f"{filename}: could not create {grade.label}: {exc}") from exc
+        existing, _frozen_now, message = versioned.document_import_existing(
+            existing, same_content=existing.canonical == canonical, filename=filename, freeze=freeze,
+            freeze_with=lambda row: grade_definition_freeze(grade=row), conflict=GradeConflictError,
+        )
+        return GradeImportResult(existing, False, message)
+    with versioned.document_create_race(filename=filename, label=grade.label, conflict=GradeConflictError):
+        row = GradeDefinition.objects.create(
+            name=grade.name, version=grade.version, title=grade.title, rubric_label=grade.rubric,
+            gpu_model=grade.hardware.gpu_model, canonical=canonical,
+        )
     if freeze:
         row = grade_definition_freeze(grade=row)
-    what = f"{len(grade.requirements)} operating requirements"
-    return GradeImportResult(row, True, f"imported {row.label} ({what}){', frozen' if freeze else ' as a draft'}")
+    counts = f"{len(grade.requirements)} operating requirements"
+    return GradeImportResult(row, True, versioned.document_imported_message(row, counts=counts, frozen=freeze))
 
 
 @transaction.atomic
 def grade_definition_freeze(*, grade: GradeDefinition) -> GradeDefinition:
     """Validate the draft's text again (the rubric or catalog may have changed) and freeze it."""
-    row = GradeDefinition.objects.select_for_update().get(pk=grade.pk)
-    if row.is_frozen:
-        return row
+    return versioned.document_freeze(grade, canonical_text=_validated_text)
+
+
+def _validated_text(row: GradeDefinition) -> str:
+    """The draft's stored canonical text (what is fingerprinted), after validating it again."""
     _validated(row.canonical, f"{row.label} (canonical text)")
-    updated = GradeDefinition.objects.filter(pk=row.pk, status=GradeDefinition.Status.DRAFT).update(
-        status=GradeDefinition.Status.FROZEN, frozen_at=timezone.now(), fingerprint=fingerprint(row.canonical),
-    )
-    if updated != 1:  # pragma: no cover - the row lock makes this unreachable
-        raise FrozenGradeError(row)
-    row.refresh_from_db()
-    return row
+    return row.canonical
 
 
 @transaction.atomic
 def grade_definition_clone(*, source: GradeDefinition, version: str, name: str | None = None) -> GradeDefinition:
     """A new draft NAME@VERSION with the source's content, its parent set to the source."""
-    label, new_name = version.strip(), name or source.name
-    if not label or len(label) > 32 or not VERSION_RE.match(label):
-        raise GradeFormatError([RubricProblem("clone", None, "version", f"must be 1 to 32 characters, {VERSION_RULE}")])
-    if not KEY_RE.match(new_name) or len(new_name) > 64:
-        raise GradeFormatError([RubricProblem("clone", None, "name", "must be lower-case letters, digits, '_' or '-'")])
-    if GradeDefinition.objects.filter(name=new_name, version=label).exists():
-        raise GradeConflictError(f"grade {new_name}@{label} already exists")
+    new_name, label = versioned.document_clone_label(
+        GradeDefinition, name=name or source.name, version=version, error=GradeFormatError, conflict=GradeConflictError,
+    )
     grade = replace(parse_grade(source.canonical, filename=source.label), name=new_name, version=label)
     return GradeDefinition.objects.create(
         name=new_name, version=label, title=grade.title, rubric_label=grade.rubric,
@@ -120,9 +100,7 @@ def grade_definition_clone(*, source: GradeDefinition, version: str, name: str |
 @transaction.atomic
 def grade_definition_replace(*, grade: GradeDefinition, text: str, filename: str = "<edit>") -> GradeDefinition:
     """Replace a draft's content (same NAME@VERSION); refused once frozen."""
-    row = GradeDefinition.objects.select_for_update().get(pk=grade.pk)
-    if row.is_frozen:
-        raise FrozenGradeError(row)
+    row = versioned.document_lock_draft(grade)
     parsed, canonical = _validated(text, filename)
     if (parsed.name, parsed.version) != (row.name, row.version):
         raise GradeConflictError(f"{filename} is {parsed.label}; a draft keeps its label ({row.label})")
@@ -135,10 +113,7 @@ def grade_definition_replace(*, grade: GradeDefinition, text: str, filename: str
 @transaction.atomic
 def grade_definition_delete(*, grade: GradeDefinition) -> None:
     """Delete a draft; frozen definitions are never deleted."""
-    row = GradeDefinition.objects.select_for_update().get(pk=grade.pk)
-    if row.is_frozen:
-        raise FrozenGradeError(row)
-    row.delete()
+    versioned.document_draft_delete(grade)
 
 
 # --------------------------------------------------------------------------- price observations

@@ -1,9 +1,10 @@
 """The grade YAML format: parse, validate, emit and diff (no models, no clock).
 
 A grade definition travels as one YAML document, like a rubric version, and goes through the
-rubric's machinery: the same bounded loader, line-tracking reader and field checker
-(``rubric.yaml_format``), the same canonical dumper (import then export gives the same bytes),
-the same sha256 fingerprint at freeze and the same field-by-field diff records.
+same public kit (``rubric.yaml_kit``): the same bounded loader, line-tracking reader and field
+checker, the same identity checks (format, name, version, title, description), the same
+canonical dumper (import then export gives the same bytes), the same sha256 fingerprint at
+freeze and the same field-by-field diff records.
 
     format: opgrade-grade/1
     name: h100-sxm-managed-a          # lower-case key
@@ -29,13 +30,10 @@ requirement that names an unknown criterion, gate or metric is a problem on its 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
-
-import yaml
 
 from grades.eligibility import (
     COMPARISONS,
@@ -48,20 +46,18 @@ from grades.eligibility import (
     Scope,
 )
 from rubric.spec import TIERS
-from rubric.yaml_format import (
+from rubric.yaml_format import RubricFormatError
+from rubric.yaml_kit import (
     KEY_RE,
-    MAX_RUBRIC_BYTES,
-    VERSION_RE,
-    VERSION_RULE,
+    Checker,
     FieldChange,
+    Flow,
     ItemChange,
-    RubricFormatError,
-    RubricProblem,
-    _BoundedLoader,
-    _CanonicalDumper,
-    _Checker,
-    _Flow,
-    _Reader,
+    check_identity,
+    diff_keyed,
+    dump_canonical,
+    field_changes,
+    read_document,
 )
 
 FORMAT_ID = "opgrade-grade/1"
@@ -75,7 +71,11 @@ LABEL_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*@[^\s\"'\\\x00-\x1f\x7f@]+\Z")
 
 
 class GradeFormatError(RubricFormatError):
-    """A grade file is malformed or names something unknown; ``problems`` lists each, in file order."""
+    """A grade file is malformed or names something unknown; ``problems`` lists each, in file order.
+
+    A RubricFormatError (not only a ``yaml_kit.FormatError``) so that every handler that turns a
+    malformed document into a 400 with its problems (config/api_errors.py) keeps doing so.
+    """
 
 
 @dataclass(frozen=True)
@@ -88,28 +88,11 @@ class Vocabulary:
     metrics: Mapping[str, str]  # "probe_id:metric" -> unit
 
 
-def fingerprint(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 # --------------------------------------------------------------------------- parsing
 def parse_grade(text: str, *, filename: str = "<grade>", vocabulary: Vocabulary | None = None) -> Grade:
     """Parse and validate a grade document; raise GradeFormatError naming file, line and field."""
-    if len(text) > MAX_RUBRIC_BYTES:
-        raise GradeFormatError([RubricProblem(filename, None, "", f"larger than {MAX_RUBRIC_BYTES} bytes")])
-    try:
-        root = yaml.compose(text, Loader=_BoundedLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise GradeFormatError([RubricProblem(filename, mark.line + 1 if mark else None, "",
-                                              f"bad YAML: {exc.problem or exc}")]) from exc
-    except yaml.YAMLError as exc:
-        raise GradeFormatError([RubricProblem(filename, None, "", f"bad YAML: {exc}")]) from exc
-    if root is None:
-        raise GradeFormatError([RubricProblem(filename, 1, "", "the file is empty")])
-    reader = _Reader(filename)
-    data = reader.value(root, ())
-    grade = _check(data, _Checker(reader), vocabulary)
+    data, reader = read_document(text, filename=filename, error=GradeFormatError)
+    grade = _check(data, Checker(reader), vocabulary)
     if reader.problems or grade is None:
         raise GradeFormatError(reader.problems)
     return grade
@@ -118,19 +101,11 @@ def parse_grade(text: str, *, filename: str = "<grade>", vocabulary: Vocabulary 
 _TOP_REQUIRED = ("format", "name", "version", "title", "rubric", "hardware", "scope", "requirements", "contract")
 
 
-def _check(data: Any, c: _Checker, vocab: Vocabulary | None) -> Grade | None:
+def _check(data: Any, c: Checker, vocab: Vocabulary | None) -> Grade | None:
     top = c.mapping(data, (), _TOP_REQUIRED, ("description",))
     if not top:
         return None
-    if "format" in top and top["format"] != FORMAT_ID:
-        c.r.problem(("format",), f"expected '{FORMAT_ID}', got {top['format']!r}")
-    name = c.string(top, "name", (), pattern=KEY_RE, max_length=64)
-    version = c.string(top, "version", (), max_length=32)
-    if version is not None and not VERSION_RE.match(version):
-        c.r.problem(("version",), f"{version!r}: {VERSION_RULE}")
-        version = None
-    title = c.string(top, "title", ())
-    description = c.string(top, "description", (), required=False, max_length=10_000)
+    ident = check_identity(top, c, FORMAT_ID)
     rubric = c.string(top, "rubric", (), max_length=100)
     if rubric is not None and not LABEL_RE.match(rubric):
         c.r.problem(("rubric",), f"{rubric!r} must be NAME@VERSION, e.g. opgrade@2026.2")
@@ -141,14 +116,14 @@ def _check(data: Any, c: _Checker, vocab: Vocabulary | None) -> Grade | None:
     scope = _check_scope(top.get("scope"), c) if "scope" in top else None
     requirements = _check_requirements(top.get("requirements"), c, vocab) if "requirements" in top else ()
     contract = _check_contract(top.get("contract"), c) if "contract" in top else None
-    if c.r.problems or None in (name, version, title, rubric, hardware, scope, contract):
+    if c.r.problems or None in (ident.name, ident.version, ident.title, rubric, hardware, scope, contract):
         return None
-    return Grade(name=name, version=version, title=title, rubric=rubric, hardware=hardware,  # type: ignore[arg-type]
-                 scope=scope, contract=contract, requirements=requirements,  # type: ignore[arg-type]
-                 description=description or "")
+    return Grade(name=ident.name, version=ident.version, title=ident.title,  # type: ignore[arg-type]
+                 rubric=rubric, hardware=hardware, scope=scope, contract=contract,  # type: ignore[arg-type]
+                 requirements=requirements, description=ident.description or "")
 
 
-def _check_hardware(data: Any, c: _Checker) -> Hardware | None:
+def _check_hardware(data: Any, c: Checker) -> Hardware | None:
     path = ("hardware",)
     m = c.mapping(data, path, ("gpu_model",), ("gpus_per_node", "interconnect", "min_gpu_memory_gb"))
     if not m:
@@ -166,7 +141,7 @@ def _check_hardware(data: Any, c: _Checker) -> Hardware | None:
                     min_gpu_memory_gb=memory)
 
 
-def _check_scope(data: Any, c: _Checker) -> Scope | None:
+def _check_scope(data: Any, c: Checker) -> Scope | None:
     path = ("scope",)
     m = c.mapping(data, path, ("orchestrator",), ("storage_included",))
     if not m:
@@ -179,7 +154,7 @@ def _check_scope(data: Any, c: _Checker) -> Scope | None:
     return None if orchestrator is None else Scope(orchestrator=orchestrator, storage_included=storage)
 
 
-def _check_contract(data: Any, c: _Checker) -> Contract | None:
+def _check_contract(data: Any, c: Checker) -> Contract | None:
     path = ("contract",)
     m = c.mapping(data, path, ("term", "support"))
     if not m:
@@ -189,7 +164,7 @@ def _check_contract(data: Any, c: _Checker) -> Contract | None:
     return None if None in (term, support) else Contract(term=term, support=support)  # type: ignore[arg-type]
 
 
-def _check_requirements(data: Any, c: _Checker, vocab: Vocabulary | None) -> tuple[Requirement, ...]:
+def _check_requirements(data: Any, c: Checker, vocab: Vocabulary | None) -> tuple[Requirement, ...]:
     if not isinstance(data, list) or not data:
         c.r.problem(("requirements",), "expected a non-empty list of requirements")
         return ()
@@ -208,7 +183,7 @@ def _check_requirements(data: Any, c: _Checker, vocab: Vocabulary | None) -> tup
     return tuple(out)
 
 
-def _check_requirement(item: Any, path: tuple, c: _Checker, vocab: Vocabulary | None) -> Requirement | None:
+def _check_requirement(item: Any, path: tuple, c: Checker, vocab: Vocabulary | None) -> Requirement | None:
     m = c.mapping(item, path, ("key", "title", "kind"), (*SOURCES, "min", "max", "unit"))
     if not m:
         return None
@@ -256,7 +231,7 @@ def _check_requirement(item: Any, path: tuple, c: _Checker, vocab: Vocabulary | 
     return Requirement(key, title, kind, "criterion" if source == "criterion" else source, ref, limit, unit)
 
 
-def _check_source(m: dict, source: str, path: tuple, c: _Checker, vocab: Vocabulary | None) -> str | None:
+def _check_source(m: dict, source: str, path: tuple, c: Checker, vocab: Vocabulary | None) -> str | None:
     if source == "criterion":
         key = c.string(m, "criterion", path, pattern=KEY_RE, max_length=96)
         if key is not None and vocab is not None and key not in vocab.criteria:
@@ -294,13 +269,13 @@ def grade_to_document(grade: Grade) -> dict[str, Any]:
         hardware["interconnect"] = hw.interconnect
     if hw.min_gpu_memory_gb is not None:
         hardware["min_gpu_memory_gb"] = float(hw.min_gpu_memory_gb)
-    doc["hardware"] = _Flow(hardware)
+    doc["hardware"] = Flow(hardware)
     scope: dict[str, Any] = {"orchestrator": grade.scope.orchestrator}
     if grade.scope.storage_included is not None:
         scope["storage_included"] = grade.scope.storage_included
-    doc["scope"] = _Flow(scope)
+    doc["scope"] = Flow(scope)
     doc["requirements"] = [_requirement_doc(r) for r in grade.requirements]
-    doc["contract"] = _Flow(term=grade.contract.term, support=grade.contract.support)
+    doc["contract"] = Flow(term=grade.contract.term, support=grade.contract.support)
     return doc
 
 
@@ -313,7 +288,7 @@ def _requirement_doc(r: Requirement) -> dict[str, Any]:
     else:
         if r.reads == "probe":
             probe, metric = r.ref.split(":", 1)
-            out["probe"] = _Flow(id=probe, metric=metric)
+            out["probe"] = Flow(id=probe, metric=metric)
         else:
             out[r.reads] = r.ref
         out[r.comparison] = float(r.threshold)  # type: ignore[arg-type]
@@ -324,9 +299,7 @@ def _requirement_doc(r: Requirement) -> dict[str, Any]:
 
 def emit_grade(grade: Grade) -> str:
     """The canonical YAML text of a grade (deterministic: same grade, same bytes)."""
-    body = yaml.dump(grade_to_document(grade), Dumper=_CanonicalDumper, sort_keys=False, allow_unicode=True,
-                     width=1_000_000, indent=2, default_flow_style=False, explicit_start=False)
-    return HEADER + body
+    return dump_canonical(grade_to_document(grade), header=HEADER)
 
 
 # --------------------------------------------------------------------------- diffing
@@ -355,20 +328,11 @@ class GradeDiff:
         return "\n".join(lines) + "\n"
 
 
-def _fields(a: Any, b: Any, prefix: str = "") -> list[FieldChange]:
-    return [FieldChange(prefix + f.name, getattr(a, f.name), getattr(b, f.name))
-            for f in fields(a) if getattr(a, f.name) != getattr(b, f.name)]
-
-
 def diff_grades(a: Grade, b: Grade) -> GradeDiff:
     """What changed from grade ``a`` to grade ``b`` (requirements matched by key)."""
     top = [FieldChange(n, getattr(a, n), getattr(b, n)) for n in ("title", "description", "rubric")
            if getattr(a, n) != getattr(b, n)]
-    top += _fields(a.hardware, b.hardware, "hardware.") + _fields(a.scope, b.scope, "scope.")
-    top += _fields(a.contract, b.contract, "contract.")
-    old = {r.key: r for r in a.requirements}
-    new = {r.key: r for r in b.requirements}
-    changed = tuple(ItemChange(k, tuple(c for c in _fields(old[k], new[k]) if c.field != "key"))
-                    for k in old if k in new and old[k] != new[k])
-    return GradeDiff(a.label, b.label, tuple(top), tuple(k for k in new if k not in old),
-                     tuple(k for k in old if k not in new), changed)
+    for part in ("hardware", "scope", "contract"):
+        top += field_changes(getattr(a, part), getattr(b, part), prefix=f"{part}.")
+    added, removed, changed = diff_keyed(a.requirements, b.requirements)
+    return GradeDiff(a.label, b.label, tuple(top), added, removed, changed)

@@ -1,13 +1,15 @@
 """The database refuses any write to a frozen rubric version, its areas or its criteria.
 
 The freeze itself (draft -> frozen, one UPDATE of the version row) is allowed: the version's
-guard looks at the row's *old* status. Installed by migration 0003 and again after every
+guard (``rubric.versioned.frozen_document_guard``, as for grade definitions) looks at the row's
+*old* status. Installed by migration 0003 and again after every
 migrate (config.immutability).
 """
 
 from __future__ import annotations
 
 from config.immutability import Guard
+from rubric.versioned import frozen_document_guard
 
 MESSAGE = "rubric version is frozen; clone it into a new draft to change it"
 _PARENT_FROZEN = "(SELECT v.status FROM rubric_rubricversion v WHERE v.id = {row}.rubric_version_id) = 'frozen'"
@@ -23,9 +25,8 @@ def _child(table: str) -> Guard:
 
 
 GUARDS: tuple[Guard, ...] = (
-    Guard(
-        name="rubric_rubricversion_frozen", table="rubric_rubricversion", message=MESSAGE,
-        refuse={"UPDATE": "OLD.status = 'frozen'", "DELETE": "OLD.status = 'frozen'"},
+    frozen_document_guard(
+        table="rubric_rubricversion", message=MESSAGE,
         replaces=("rubric_version_frozen_guard", "rubric_refuse_frozen_version"),
     ),
     _child("rubric_area"),

@@ -2,7 +2,9 @@
 
 A version is a draft until frozen; frozen versions are immutable (refused by the services,
 the admin, the API and a database trigger). Scoring parameters live on the version so they
-are versioned with the criteria they apply to.
+are versioned with the criteria they apply to. What a frozen, versioned row is (label, status,
+the refusal in ``save``/``delete``) is ``rubric.versioned.FrozenDocument``'s, shared with the
+grade definitions.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from django.db.models import Q
 
 from config.immutability import ImmutableError
 from rubric import spec
+from rubric.versioned import FrozenDocument
 
 
 class FrozenRubricError(ImmutableError):
@@ -39,16 +42,15 @@ Direction = models.TextChoices("Direction", spec.choice_members(spec.Direction, 
 Scale = models.TextChoices("Scale", spec.choice_members(spec.Scale, spec.SCALE_LABELS), module=__name__)
 
 
-class RubricVersion(models.Model):
-    class Status(models.TextChoices):
-        DRAFT = "draft", "Draft"
-        FROZEN = "frozen", "Frozen"
+class RubricVersion(FrozenDocument):
+    document_noun = "rubric version"
 
     name = models.SlugField(max_length=64, help_text="Rubric family, e.g. 'opgrade'.")
     version = models.CharField(max_length=32, help_text="Version label, e.g. '2026.1'.")
     title = models.CharField(max_length=200, blank=True)
     description = models.TextField(blank=True)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    status = models.CharField(max_length=16, choices=FrozenDocument.Status.choices,
+                              default=FrozenDocument.Status.DRAFT)
     frozen_at = models.DateTimeField(null=True, blank=True)
     fingerprint = models.CharField(
         max_length=64, blank=True, help_text="sha256 of the canonical content, recorded at freeze."
@@ -115,30 +117,8 @@ class RubricVersion(models.Model):
     def __str__(self) -> str:
         return f"{self.name} {self.version}"
 
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        # The freeze itself is the one write allowed: it turns a stored draft into a frozen row.
-        if self._stored_is_frozen():
-            raise FrozenRubricError(self, "the version")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args: Any, **kwargs: Any) -> Any:
-        if self._stored_is_frozen():
-            raise FrozenRubricError(self, "the version")
-        return super().delete(*args, **kwargs)
-
-    @property
-    def label(self) -> str:
-        return f"{self.name}@{self.version}"
-
-    @property
-    def is_frozen(self) -> bool:
-        return self.status == self.Status.FROZEN
-
-    def _stored_is_frozen(self) -> bool:
-        if self.pk is None:
-            return False
-        status = RubricVersion.objects.filter(pk=self.pk).values_list("status", flat=True).first()
-        return status == self.Status.FROZEN
+    def frozen_error(self, what: str | None = None) -> FrozenRubricError:
+        return FrozenRubricError(self, what or "the version")
 
 
 def _refuse_if_frozen(version_id: int | None, what: str) -> None:

@@ -10,6 +10,7 @@ from django.db.models import Prefetch, QuerySet
 
 from rubric.models import Area, Criterion, RubricVersion
 from rubric.spec import rubric_fingerprint
+from rubric.versioned import DocumentNotFound, document_get
 from rubric.yaml_format import (
     AreaSpec,
     CriterionSpec,
@@ -21,7 +22,7 @@ from rubric.yaml_format import (
 )
 
 
-class RubricVersionNotFound(LookupError):
+class RubricVersionNotFound(DocumentNotFound):
     """No rubric version answers to the given reference."""
 
 
@@ -39,17 +40,7 @@ def rubric_version_list() -> QuerySet[RubricVersion]:
 
 def rubric_version_get(*, ref: str | int) -> RubricVersion:
     """Find a version by ``NAME@VERSION`` or by its numeric id."""
-    text = str(ref).strip()
-    if "@" in text:
-        name, _, version = text.partition("@")
-        found = RubricVersion.objects.filter(name=name, version=version).first()
-    elif text.isdigit():
-        found = RubricVersion.objects.filter(pk=int(text)).first()
-    else:
-        raise RubricVersionNotFound(f"'{text}' is not a rubric version reference: use NAME@VERSION or an id")
-    if found is None:
-        raise RubricVersionNotFound(f"no rubric version '{text}'")
-    return found
+    return document_get(RubricVersion, ref=ref, not_found=RubricVersionNotFound)
 
 
 def rubric_version_spec(*, rubric_version: RubricVersion) -> RubricSpec:

@@ -2,7 +2,8 @@
 
 Every function is keyword-only and atomic: on any error nothing is written. Frozen
 versions are refused here with :class:`~rubric.models.FrozenRubricError` (and again by the
-models' ``save``/``delete`` and by database triggers, see migration 0003).
+models' ``save``/``delete`` and by database triggers, see migration 0003). The lock, freeze,
+import and clone steps a grade definition shares are ``rubric.versioned``'s.
 """
 
 from __future__ import annotations
@@ -10,25 +11,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
-from django.utils import timezone
+from django.db import transaction
 
-from rubric.models import Area, Criterion, FrozenRubricError, RubricVersion
+from rubric.models import Area, Criterion, RubricVersion
 from rubric.selectors import rubric_version_export, rubric_version_spec
-from rubric.spec import rubric_fingerprint
+from rubric.versioned import (
+    DocumentConflictError,
+    document_clone_label,
+    document_create_race,
+    document_draft_delete,
+    document_freeze,
+    document_import_existing,
+    document_imported_message,
+    document_lock_draft,
+)
 from rubric.yaml_format import (
-    KEY_RE,
-    VERSION_RE,
-    VERSION_RULE,
     RubricFormatError,
-    RubricProblem,
     RubricSpec,
     emit_rubric,
     parse_rubric,
 )
 
 
-class RubricConflictError(Exception):
+class RubricConflictError(DocumentConflictError):
     """A version with the same NAME@VERSION label already exists with different content."""
 
 
@@ -38,16 +43,6 @@ class RubricImportResult:
     created: bool
     frozen_now: bool
     message: str
-
-
-def _lock(rubric_version: RubricVersion) -> RubricVersion:
-    """Lock the version row for the rest of the transaction and return its current state."""
-    return RubricVersion.objects.select_for_update().get(pk=rubric_version.pk)
-
-
-def _refuse_frozen(rubric_version: RubricVersion, what: str) -> None:
-    if rubric_version.is_frozen:
-        raise FrozenRubricError(rubric_version, what)
 
 
 def _create_from_spec(spec: RubricSpec, *, parent: RubricVersion | None = None) -> RubricVersion:
@@ -93,29 +88,18 @@ def rubric_version_import(*, text: str, filename: str, freeze: bool = False) -> 
     spec = parse_rubric(text, filename=filename)
     existing = RubricVersion.objects.select_for_update().filter(name=spec.name, version=spec.version).first()
     if existing is not None:
-        if rubric_version_export(rubric_version=existing) != emit_rubric(spec):
-            raise RubricConflictError(
-                f"{filename}: rubric version {existing.label} already exists with different content; "
-                "give the new content a new version label"
-            )
-        frozen_now = False
-        if freeze and not existing.is_frozen:
-            existing = rubric_version_freeze(rubric_version=existing)
-            frozen_now = True
-        state = "frozen" if existing.is_frozen else "draft"
-        message = f"{existing.label} already exists with identical content ({state}); nothing imported"
-        if frozen_now:
-            message = f"{existing.label} already existed with identical content; froze it"
+        existing, frozen_now, message = document_import_existing(
+            existing, same_content=rubric_version_export(rubric_version=existing) == emit_rubric(spec),
+            filename=filename, freeze=freeze, freeze_with=lambda v: rubric_version_freeze(rubric_version=v),
+            conflict=RubricConflictError,
+        )
         return RubricImportResult(existing, created=False, frozen_now=frozen_now, message=message)
-    try:
-        with transaction.atomic():
-            version = _create_from_spec(spec)
-    except IntegrityError as exc:  # a concurrent import of the same label won the race
-        raise RubricConflictError(f"{filename}: could not create {spec.name}@{spec.version}: {exc}") from exc
+    with document_create_race(filename=filename, label=f"{spec.name}@{spec.version}", conflict=RubricConflictError):
+        version = _create_from_spec(spec)
     if freeze:
         version = rubric_version_freeze(rubric_version=version)
     counts = f"{len(spec.areas)} areas, {len(spec.criteria)} criteria"
-    message = f"imported {version.label} ({counts}){', frozen' if freeze else ' as a draft'}"
+    message = document_imported_message(version, counts=counts, frozen=freeze)
     return RubricImportResult(version, created=True, frozen_now=freeze, message=message)
 
 
@@ -127,36 +111,22 @@ def rubric_version_freeze(*, rubric_version: RubricVersion) -> RubricVersion:
     does not validate (say, criterion weights edited so they no longer sum) is refused with the
     same ``RubricFormatError`` an import would give, lines counted in its canonical export.
     """
-    version = _lock(rubric_version)
-    if version.is_frozen:
-        return version
+    return document_freeze(rubric_version, canonical_text=_validated_export)
+
+
+def _validated_export(version: RubricVersion) -> str:
+    """The draft's canonical export, validated as an import of it would be."""
     text = rubric_version_export(rubric_version=version)
     parse_rubric(text, filename=f"{version.label} (canonical export)")
-    now = timezone.now()
-    fingerprint = rubric_fingerprint(text)
-    updated = RubricVersion.objects.filter(pk=version.pk, status=RubricVersion.Status.DRAFT).update(
-        status=RubricVersion.Status.FROZEN, frozen_at=now, fingerprint=fingerprint
-    )
-    if updated != 1:  # pragma: no cover - the row lock above makes this unreachable
-        raise FrozenRubricError(version, "the version")
-    version.refresh_from_db()
-    return version
+    return text
 
 
 @transaction.atomic
 def rubric_version_clone(*, source: RubricVersion, version: str, name: str | None = None) -> RubricVersion:
     """A new draft NAME@VERSION with the source's content, its parent set to the source."""
     spec = rubric_version_spec(rubric_version=source)
-    label = version.strip()
-    new_name = name or source.name
-    if not label or len(label) > 32 or not VERSION_RE.match(label):
-        raise RubricFormatError([RubricProblem(
-            "clone", None, "version", f"must be 1 to 32 characters, {VERSION_RULE}"
-        )])
-    if not KEY_RE.match(new_name) or len(new_name) > 64:
-        raise RubricFormatError([RubricProblem("clone", None, "name", "must be lower-case letters, digits, '_' or '-'")])
-    if RubricVersion.objects.filter(name=new_name, version=label).exists():
-        raise RubricConflictError(f"rubric version {new_name}@{label} already exists")
+    new_name, label = document_clone_label(RubricVersion, name=name or source.name, version=version,
+                                           error=RubricFormatError, conflict=RubricConflictError)
     clone_spec = RubricSpec(
         name=new_name, version=label, title=spec.title, description=spec.description, scoring=spec.scoring,
         areas=spec.areas, criteria=spec.criteria,
@@ -189,8 +159,7 @@ def _apply(obj: Any, data: dict[str, Any], allowed: set[str]) -> None:
 @transaction.atomic
 def rubric_version_update(*, rubric_version: RubricVersion, data: dict[str, Any]) -> RubricVersion:
     """Edit a draft's title, description or scoring parameters; refused once frozen."""
-    version = _lock(rubric_version)
-    _refuse_frozen(version, "the version")
+    version = document_lock_draft(rubric_version)
     _apply(version, data, _VERSION_EDITABLE)
     return version
 
@@ -198,7 +167,7 @@ def rubric_version_update(*, rubric_version: RubricVersion, data: dict[str, Any]
 @transaction.atomic
 def area_update(*, area: Area, data: dict[str, Any]) -> Area:
     """Edit an area of a draft; refused when its version is frozen. Weights are checked at freeze."""
-    _refuse_frozen(_lock(area.rubric_version), f"area '{area.key}'")
+    document_lock_draft(area.rubric_version, what=f"area '{area.key}'")
     _apply(area, data, _AREA_EDITABLE)
     return area
 
@@ -206,7 +175,7 @@ def area_update(*, area: Area, data: dict[str, Any]) -> Area:
 @transaction.atomic
 def criterion_update(*, criterion: Criterion, data: dict[str, Any]) -> Criterion:
     """Edit a criterion of a draft; refused when its version is frozen. Weights are checked at freeze."""
-    _refuse_frozen(_lock(criterion.rubric_version), f"criterion '{criterion.key}'")
+    document_lock_draft(criterion.rubric_version, what=f"criterion '{criterion.key}'")
     _apply(criterion, data, _CRITERION_EDITABLE)
     return criterion
 
@@ -214,13 +183,11 @@ def criterion_update(*, criterion: Criterion, data: dict[str, Any]) -> Criterion
 @transaction.atomic
 def criterion_delete(*, criterion: Criterion) -> None:
     """Remove a criterion from a draft; refused when its version is frozen."""
-    _refuse_frozen(_lock(criterion.rubric_version), f"criterion '{criterion.key}'")
+    document_lock_draft(criterion.rubric_version, what=f"criterion '{criterion.key}'")
     criterion.delete()
 
 
 @transaction.atomic
 def rubric_version_delete(*, rubric_version: RubricVersion) -> None:
     """Delete a draft with its areas and criteria; frozen versions are never deleted."""
-    version = _lock(rubric_version)
-    _refuse_frozen(version, "the version")
-    version.delete()
+    document_draft_delete(rubric_version)

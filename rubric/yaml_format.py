@@ -2,7 +2,8 @@
 
 A rubric version travels as one YAML document (documented in ``rubric/README.md``). This
 module is the pure core behind ``manage.py rubric import/export/diff``, the admin import
-form and the API:
+form and the API; the reading, checking, canonical writing and diff records it shares with
+the grade format are ``rubric.yaml_kit``'s:
 
 * :func:`parse_rubric` composes the YAML node tree (so every value keeps its line), checks
   every field and returns a frozen :class:`RubricSpec`, or raises
@@ -17,29 +18,33 @@ form and the API:
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-from yaml.constructor import ConstructorError, SafeConstructor
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-
-from config.text import unsafe_text_problem
 from rubric.spec import EVIDENCE_KINDS, GATE_CAP_TIERS, TIERS, Direction, Scale
+from rubric.yaml_kit import (
+    KEY_RE,
+    Checker,
+    FieldChange,
+    Flow,
+    FlowList,
+    FormatError,
+    ItemChange,
+    Path,
+    Problem,
+    Reader,
+    check_identity,
+    diff_keyed,
+    dump_canonical,
+    field_changes,
+    read_document,
+    show_number,
+)
 
 FORMAT_ID = "opgrade-rubric/1"
 WEIGHT_TOLERANCE = 1e-6
 DIRECTIONS: tuple[str, ...] = tuple(d.value for d in Direction)
 SCALES: tuple[str, ...] = tuple(s.value for s in Scale)
-KEY_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*\Z")  # \Z: "$" would let a trailing newline through
-# A version label goes into file names and headers: no spaces, quotes, backslashes or controls.
-VERSION_RE = re.compile(r"^[^\s\"'\\\x00-\x1f\x7f]+\Z")
-VERSION_RULE = "no spaces, quotes, backslashes or control characters"
-# Bounds on what the parser reads: a rubric is ~30 KiB and 4 levels deep.
-MAX_RUBRIC_BYTES = 2 * 1024 * 1024
-MAX_YAML_DEPTH = 32
-MAX_NUMBER_DIGITS = 30
 HEADER = "# Opgrade rubric, canonical form (manage.py rubric export). Format: rubric/README.md\n"
 
 
@@ -108,230 +113,19 @@ class RubricSpec:
 
 # --------------------------------------------------------------------------- errors
 
-
-@dataclass(frozen=True)
-class RubricProblem:
-    """One problem in a rubric file: where it is and what is wrong."""
-
-    filename: str
-    line: int | None
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        where = f"{self.filename}:{self.line}" if self.line else self.filename
-        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+RubricProblem = Problem  # one problem in a rubric file: where it is and what is wrong
 
 
-class RubricFormatError(ValueError):
+class RubricFormatError(FormatError):
     """A rubric file is malformed; ``problems`` lists every problem found, in file order."""
-
-    def __init__(self, problems: list[RubricProblem]) -> None:
-        self.problems = sorted(problems, key=lambda p: (p.line or 0, p.field))
-        super().__init__("\n".join(str(p) for p in self.problems))
 
 
 # --------------------------------------------------------------------------- parsing
 
-Path = tuple[str | int, ...]
-
-
-def _path_str(path: Path) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
-    return out
-
-
-class _Reader:
-    """Turns a composed node tree into plain values, remembering the line of every path."""
-
-    def __init__(self, filename: str) -> None:
-        self.filename = filename
-        self.lines: dict[Path, int] = {}
-        self.problems: list[RubricProblem] = []
-        self._constructor = SafeConstructor()
-        self._seen: set[int] = set()
-
-    def problem(self, path: Path, message: str) -> None:
-        line = None
-        probe = path
-        while line is None and probe:
-            line = self.lines.get(probe)
-            probe = probe[:-1]
-        self.problems.append(RubricProblem(self.filename, line or self.lines.get(()), _path_str(path), message))
-
-    def value(self, node: Node, path: Path) -> Any:
-        self.lines[path] = node.start_mark.line + 1
-        if isinstance(node, MappingNode | SequenceNode):
-            # An alias makes the composer hand us the same node twice; refusing reuse keeps a
-            # small file from expanding into a huge one ("billion laughs").
-            if id(node) in self._seen:
-                self.problem(path, "anchors and aliases (&name / *name) are not allowed")
-                return None
-            self._seen.add(id(node))
-        if isinstance(node, MappingNode):
-            out: dict[str, Any] = {}
-            for key_node, value_node in node.value:
-                key = self._scalar(key_node, path)
-                if not isinstance(key, str):
-                    self.lines[(*path, str(key))] = key_node.start_mark.line + 1
-                    self.problem((*path, str(key)), "keys must be strings")
-                    continue
-                if key in out:
-                    self.lines[(*path, key)] = key_node.start_mark.line + 1
-                    self.problem((*path, key), "duplicate key in this mapping")
-                    continue
-                out[key] = self.value(value_node, (*path, key))
-                self.lines[(*path, key)] = key_node.start_mark.line + 1
-            return out
-        if isinstance(node, SequenceNode):
-            return [self.value(item, (*path, i)) for i, item in enumerate(node.value)]
-        return self._scalar(node, path)
-
-    def _scalar(self, node: Node, path: Path) -> Any:
-        if not isinstance(node, ScalarNode):
-            self.problem(path, "expected a plain value here")
-            return None
-        if node.tag.endswith((":int", ":float")) and len(node.value) > MAX_NUMBER_DIGITS:
-            self.problem(path, f"a number longer than {MAX_NUMBER_DIGITS} characters")
-            return None
-        try:
-            return self._constructor.construct_object(node, deep=True)
-        except ConstructorError as exc:
-            self.problem(path, f"cannot read value: {exc.problem}")
-            return None
-        except (ValueError, OverflowError) as exc:  # e.g. an int beyond Python's digit limit
-            self.problem(path, f"cannot read value: {exc}")
-            return None
-
-
-class _Checker:
-    """Field-level checks that record problems and return a usable value (or None)."""
-
-    def __init__(self, reader: _Reader) -> None:
-        self.r = reader
-
-    def mapping(self, data: Any, path: Path, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict:
-        if not isinstance(data, dict):
-            self.r.problem(path, "expected a mapping")
-            return {}
-        for key in required:
-            if key not in data:
-                self.r.problem(path, f"missing required field '{key}'")
-        for key in data:
-            if key not in required and key not in optional:
-                allowed = ", ".join((*required, *optional))
-                self.r.problem((*path, key), f"unknown field (allowed: {allowed})")
-        return data
-
-    def string(self, data: dict, key: str, path: Path, *, required: bool = True, pattern: re.Pattern | None = None,
-               max_length: int = 200) -> str | None:
-        if key not in data:
-            return None if required else ""
-        value = data[key]
-        if value is None and not required:
-            return ""
-        if not isinstance(value, str):
-            self.r.problem((*path, key), f"expected a string, got {_kind(value)} (quote it)")
-            return None
-        if required and not value.strip():
-            self.r.problem((*path, key), "must not be empty")
-            return None
-        unsafe = unsafe_text_problem(value)
-        if unsafe:
-            self.r.problem((*path, key), unsafe)
-            return None
-        if pattern is not None and not pattern.match(value):
-            self.r.problem((*path, key), f"'{value}' must be lower-case letters, digits, '_' or '-'")
-            return None
-        if len(value) > max_length:
-            self.r.problem((*path, key), f"longer than {max_length} characters")
-            return None
-        return value
-
-    def number(self, data: dict, key: str, path: Path, *, lo: float | None = None, hi: float | None = None,
-               positive: bool = False) -> float | None:
-        if key not in data:
-            return None
-        value = data[key]
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            self.r.problem((*path, key), f"expected a number, got {_kind(value)}")
-            return None
-        try:
-            value = float(value)
-        except OverflowError:
-            self.r.problem((*path, key), "must be a finite number (this one is too large)")
-            return None
-        if not math.isfinite(value):
-            self.r.problem((*path, key), "must be a finite number")
-            return None
-        if positive and value <= 0:
-            self.r.problem((*path, key), f"must be positive, got {_fmt(value)}")
-            return None
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            self.r.problem((*path, key), f"must be between {_fmt(lo)} and {_fmt(hi)}, got {_fmt(value)}")
-            return None
-        return value
-
-    def choice(self, data: dict, key: str, path: Path, choices: tuple[str, ...]) -> str | None:
-        if key not in data:
-            return None
-        value = data[key]
-        if value not in choices:
-            self.r.problem((*path, key), f"{value!r} is not one of: {', '.join(choices)}")
-            return None
-        return value
-
-
-def _kind(value: Any) -> str:
-    return "nothing" if value is None else type(value).__name__
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else repr(value)
-
-
-class _BoundedLoader(yaml.SafeLoader):
-    """SafeLoader whose composer refuses nesting deeper than MAX_YAML_DEPTH (PyYAML recurses
-    once per level: 100,000 '[' used to be a RecursionError)."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self._depth = 0
-
-    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
-        self._depth += 1
-        try:
-            if self._depth > MAX_YAML_DEPTH:
-                mark = self.peek_event().start_mark
-                raise yaml.composer.ComposerError(
-                    None, None, f"nested deeper than {MAX_YAML_DEPTH} levels", mark
-                )
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
 
 def parse_rubric(text: str, *, filename: str = "<rubric>") -> RubricSpec:
     """Parse and validate a rubric document; raise RubricFormatError naming file, line and field."""
-    reader = _Reader(filename)
-    if len(text) > MAX_RUBRIC_BYTES:
-        raise RubricFormatError([RubricProblem(filename, None, "", f"larger than {MAX_RUBRIC_BYTES} bytes")])
-    try:
-        root = yaml.compose(text, Loader=_BoundedLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else None
-        message = f"bad YAML: {exc.problem or exc}"
-        if exc.context and exc.context_mark and exc.context_mark.line + 1 != line:
-            message += f" ({exc.context}, which started on line {exc.context_mark.line + 1})"
-        raise RubricFormatError([RubricProblem(filename, line, "", message)]) from exc
-    except yaml.YAMLError as exc:
-        raise RubricFormatError([RubricProblem(filename, None, "", f"bad YAML: {exc}")]) from exc
-    if root is None:
-        raise RubricFormatError([RubricProblem(filename, 1, "", "the file is empty")])
-    data = reader.value(root, ())
+    data, reader = read_document(text, filename=filename, error=RubricFormatError)
     spec = _check(data, reader)
     if reader.problems or spec is None:
         raise RubricFormatError(reader.problems)
@@ -347,33 +141,26 @@ _CRITERION_REQUIRED = ("key", "area", "title", "weight", "evidence", "direction"
 _CRITERION_OPTIONAL = ("description", "probe", "unit", "gate")
 
 
-def _check(data: Any, reader: _Reader) -> RubricSpec | None:
-    c = _Checker(reader)
+def _check(data: Any, reader: Reader) -> RubricSpec | None:
+    c = Checker(reader)
     top = c.mapping(data, (), _TOP_REQUIRED, ("description",))
     if not top:
         return None
-    if "format" in top and top["format"] != FORMAT_ID:
-        reader.problem(("format",), f"expected '{FORMAT_ID}', got {top['format']!r}")
-    name = c.string(top, "name", (), pattern=KEY_RE, max_length=64)
-    version = c.string(top, "version", (), max_length=32)
-    if version is not None and not VERSION_RE.match(version):
-        reader.problem(("version",), f"{version!r}: {VERSION_RULE}")
-        version = None
-    title = c.string(top, "title", ())
-    description = c.string(top, "description", (), required=False, max_length=10_000)
+    ident = check_identity(top, c, FORMAT_ID)
     scoring = _check_scoring(top.get("scoring"), c) if "scoring" in top else None
     areas, area_keys = _check_areas(top.get("areas"), c) if "areas" in top else ((), set())
     criteria = _check_criteria(top.get("criteria"), c, area_keys) if "criteria" in top else ()
     _check_criterion_weights(areas, criteria, top.get("criteria"), reader)
-    if reader.problems or None in (name, version, title, scoring):
+    if reader.problems or None in (ident.name, ident.version, ident.title, scoring):
         return None
     return RubricSpec(
-        name=name or "", version=version or "", title=title or "", description=description or "",
+        name=ident.name or "", version=ident.version or "", title=ident.title or "",
+        description=ident.description or "",
         scoring=scoring, areas=areas, criteria=criteria,  # type: ignore[arg-type]
     )
 
 
-def _check_scoring(data: Any, c: _Checker) -> ScoringSpec | None:
+def _check_scoring(data: Any, c: Checker) -> ScoringSpec | None:
     path: Path = ("scoring",)
     m = c.mapping(data, path, _SCORING_REQUIRED, tuple(SCORING_OPTIONAL_DEFAULTS))
     if not m:
@@ -401,7 +188,7 @@ def _check_scoring(data: Any, c: _Checker) -> ScoringSpec | None:
         value = c.number(floors, tier, floors_path, lo=0.0, hi=1.0)
         values[f"tier_floor_{tier}"] = value
         if value is not None and previous is not None and value > previous[1]:
-            c.r.problem((*floors_path, tier), f"must not be above the {previous[0]} floor ({_fmt(previous[1])})")
+            c.r.problem((*floors_path, tier), f"must not be above the {previous[0]} floor ({show_number(previous[1])})")
         if value is not None:
             previous = (tier, value)
     if any(v is None for v in (*values.values(), *optional.values())):
@@ -409,7 +196,7 @@ def _check_scoring(data: Any, c: _Checker) -> ScoringSpec | None:
     return ScoringSpec(**values, **optional)  # type: ignore[arg-type]
 
 
-def _check_areas(data: Any, c: _Checker) -> tuple[tuple[AreaSpec, ...], set[str]]:
+def _check_areas(data: Any, c: Checker) -> tuple[tuple[AreaSpec, ...], set[str]]:
     """Valid areas, and every key named (so one bad area does not make its criteria "unknown")."""
     if not isinstance(data, list) or not data:
         c.r.problem(("areas",), "expected a non-empty list of areas")
@@ -438,7 +225,7 @@ def _check_areas(data: Any, c: _Checker) -> tuple[tuple[AreaSpec, ...], set[str]
     return tuple(areas), seen
 
 
-def _check_criteria(data: Any, c: _Checker, area_keys: set[str]) -> tuple[CriterionSpec, ...]:
+def _check_criteria(data: Any, c: Checker, area_keys: set[str]) -> tuple[CriterionSpec, ...]:
     if not isinstance(data, list) or not data:
         c.r.problem(("criteria",), "expected a non-empty list of criteria")
         return ()
@@ -451,7 +238,7 @@ def _check_criteria(data: Any, c: _Checker, area_keys: set[str]) -> tuple[Criter
     return tuple(out)
 
 
-def _check_criterion(item: Any, path: Path, c: _Checker, area_keys: set[str], seen: set[str]) -> CriterionSpec | None:
+def _check_criterion(item: Any, path: Path, c: Checker, area_keys: set[str], seen: set[str]) -> CriterionSpec | None:
     m = c.mapping(item, path, _CRITERION_REQUIRED, _CRITERION_OPTIONAL)
     if not m:
         return None
@@ -484,7 +271,7 @@ def _check_criterion(item: Any, path: Path, c: _Checker, area_keys: set[str], se
     )
 
 
-def _check_evidence(m: dict, path: Path, c: _Checker) -> tuple[str, ...]:
+def _check_evidence(m: dict, path: Path, c: Checker) -> tuple[str, ...]:
     if "evidence" not in m:
         return ()
     value = m["evidence"]
@@ -500,7 +287,7 @@ def _check_evidence(m: dict, path: Path, c: _Checker) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _check_probe(m: dict, path: Path, c: _Checker, evidence: tuple[str, ...]) -> tuple[str, str]:
+def _check_probe(m: dict, path: Path, c: Checker, evidence: tuple[str, ...]) -> tuple[str, str]:
     ppath = (*path, "probe")
     if "probe" not in m or m["probe"] is None:
         if "probe" in evidence:
@@ -519,7 +306,7 @@ def _check_probe(m: dict, path: Path, c: _Checker, evidence: tuple[str, ...]) ->
     return probe_id, metric
 
 
-def _check_anchors(m: dict, path: Path, c: _Checker, direction: str | None, scale: str | None
+def _check_anchors(m: dict, path: Path, c: Checker, direction: str | None, scale: str | None
                    ) -> tuple[float | None, float | None]:
     if "anchors" not in m:
         return None, None
@@ -530,7 +317,7 @@ def _check_anchors(m: dict, path: Path, c: _Checker, direction: str | None, scal
     if best is None or worst is None:
         return best, worst
     if best == worst:
-        c.r.problem(apath, f"best and worst must differ (both are {_fmt(best)})")
+        c.r.problem(apath, f"best and worst must differ (both are {show_number(best)})")
     elif direction == "higher" and best < worst:
         c.r.problem(apath, "direction is 'higher', so best must be above worst")
     elif direction == "lower" and best > worst:
@@ -540,7 +327,7 @@ def _check_anchors(m: dict, path: Path, c: _Checker, direction: str | None, scal
     return best, worst
 
 
-def _check_gate(m: dict, path: Path, c: _Checker) -> tuple[bool, str, float]:
+def _check_gate(m: dict, path: Path, c: Checker) -> tuple[bool, str, float]:
     if "gate" not in m or m["gate"] is None:
         return False, "", 0.5
     gpath = (*path, "gate")
@@ -553,7 +340,7 @@ def _check_gate(m: dict, path: Path, c: _Checker) -> tuple[bool, str, float]:
 
 
 def _check_criterion_weights(areas: tuple[AreaSpec, ...], criteria: tuple[CriterionSpec, ...], raw: Any,
-                             reader: _Reader) -> None:
+                             reader: Reader) -> None:
     """Criterion weights sum to 1.0 within each area (checked only once every criterion parsed)."""
     if reader.problems or not isinstance(raw, list) or len(criteria) != len(raw):
         return
@@ -573,40 +360,6 @@ def _check_criterion_weights(areas: tuple[AreaSpec, ...], criteria: tuple[Criter
 
 
 # --------------------------------------------------------------------------- emitting
-
-
-class _CanonicalDumper(yaml.SafeDumper):
-    """SafeDumper that never sorts, never wraps and never uses aliases."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value and not value.endswith(" ") else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_CanonicalDumper.add_representer(str, _represent_str)
-
-
-class _Flow(dict):
-    """A small mapping written on one line: {best: 1.0, worst: 0.0}."""
-
-
-class _FlowList(list):
-    """A small list written on one line: [probe, doc_review]."""
-
-
-_CanonicalDumper.add_representer(
-    _Flow, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v.items(), flow_style=True)
-)
-_CanonicalDumper.add_representer(
-    _FlowList, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True)
-)
-_CanonicalDumper.add_representer(
-    dict, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v.items(), flow_style=False)
-)
 
 
 def _float(value: float) -> float:
@@ -638,7 +391,7 @@ def spec_to_document(spec: RubricSpec) -> dict[str, Any]:
             if any(getattr(s, key) != default for key, default in SCORING_OPTIONAL_DEFAULTS.items())
             else {}
         ),
-        "tier_floors": _Flow(
+        "tier_floors": Flow(
             platinum=_float(s.tier_floor_platinum), gold=_float(s.tier_floor_gold),
             silver=_float(s.tier_floor_silver), bronze=_float(s.tier_floor_bronze),
         ),
@@ -660,42 +413,25 @@ def _criterion_doc(cr: CriterionSpec) -> dict[str, Any]:
     if cr.description:
         out["description"] = cr.description
     out["weight"] = _float(cr.weight)
-    out["evidence"] = _FlowList(cr.evidence)
+    out["evidence"] = FlowList(cr.evidence)
     if cr.probe_id:
-        out["probe"] = _Flow(id=cr.probe_id, metric=cr.probe_metric)
+        out["probe"] = Flow(id=cr.probe_id, metric=cr.probe_metric)
     if cr.unit:
         out["unit"] = cr.unit
     out["direction"] = cr.direction
     out["scale"] = cr.scale
-    out["anchors"] = _Flow(best=_float(cr.anchor_best), worst=_float(cr.anchor_worst))
+    out["anchors"] = Flow(best=_float(cr.anchor_best), worst=_float(cr.anchor_worst))
     if cr.is_gate:
-        out["gate"] = _Flow(cap_tier=cr.gate_cap_tier, threshold=_float(cr.gate_threshold))
+        out["gate"] = Flow(cap_tier=cr.gate_cap_tier, threshold=_float(cr.gate_threshold))
     return out
 
 
 def emit_rubric(spec: RubricSpec) -> str:
     """The canonical YAML text of a spec (deterministic: same spec, same bytes)."""
-    body = yaml.dump(
-        spec_to_document(spec), Dumper=_CanonicalDumper, sort_keys=False, allow_unicode=True,
-        width=1_000_000, indent=2, default_flow_style=False, explicit_start=False,
-    )
-    return HEADER + body
+    return dump_canonical(spec_to_document(spec), header=HEADER)
 
 
 # --------------------------------------------------------------------------- diffing
-
-
-@dataclass(frozen=True)
-class FieldChange:
-    field: str
-    old: Any
-    new: Any
-
-
-@dataclass(frozen=True)
-class ItemChange:
-    key: str
-    changes: tuple[FieldChange, ...]
 
 
 @dataclass(frozen=True)
@@ -738,25 +474,6 @@ class RubricDiff:
         return "\n".join(lines) + "\n"
 
 
-def _field_changes(a: Any, b: Any, skip: tuple[str, ...] = ()) -> tuple[FieldChange, ...]:
-    return tuple(
-        FieldChange(f.name, getattr(a, f.name), getattr(b, f.name))
-        for f in fields(a)
-        if f.name not in skip and getattr(a, f.name) != getattr(b, f.name)
-    )
-
-
-def _diff_items(a: tuple, b: tuple) -> tuple[tuple[str, ...], tuple[str, ...], tuple[ItemChange, ...]]:
-    old = {x.key: x for x in a}
-    new = {x.key: x for x in b}
-    added = tuple(k for k in new if k not in old)
-    removed = tuple(k for k in old if k not in new)
-    changed = tuple(
-        ItemChange(k, ch) for k in old if k in new and (ch := _field_changes(old[k], new[k], skip=("key",)))
-    )
-    return added, removed, changed
-
-
 def _order_changes(a: RubricSpec, b: RubricSpec) -> tuple[FieldChange, ...]:
     """Where the keys both versions share come in another order (areas; criteria within an area)."""
 
@@ -783,11 +500,11 @@ def diff_specs(a: RubricSpec, b: RubricSpec) -> RubricDiff:
         for name in ("title", "description")
         if getattr(a, name) != getattr(b, name)
     )
-    areas = _diff_items(a.areas, b.areas)
-    criteria = _diff_items(a.criteria, b.criteria)
+    areas = diff_keyed(a.areas, b.areas)
+    criteria = diff_keyed(a.criteria, b.criteria)
     return RubricDiff(
         label_a=f"{a.name}@{a.version}", label_b=f"{b.name}@{b.version}", metadata=meta,
-        scoring=_field_changes(a.scoring, b.scoring),
+        scoring=field_changes(a.scoring, b.scoring),
         areas_added=areas[0], areas_removed=areas[1], areas_changed=areas[2],
         criteria_added=criteria[0], criteria_removed=criteria[1], criteria_changed=criteria[2],
         order_changed=_order_changes(a, b),
