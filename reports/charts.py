@@ -36,7 +36,8 @@ def _open(width: int, height: int, title: str, desc: str, ident: str) -> list[st
 
 
 def area_breakdown_svg(provider_name: str, areas: Sequence[Mapping[str, Any]], *, ident: str = "areas") -> str:
-    """Horizontal bars, one per area, score 0..1 (unmeasured areas drawn as a hatched gap)."""
+    """Horizontal bars, one per area, score 0..1. An unmeasured area gets no bar, only the word
+    "unmeasured" in grey italics where its bar would start, so it never reads as a score of 0."""
     label_w, bar_w, row_h, top = 190, 320, 28, 34
     width, height = label_w + bar_w + 70, top + row_h * max(len(areas), 1) + 28
     desc = "; ".join(

@@ -1,8 +1,14 @@
 """Admin for analysts: rubric versions with their areas and criteria, freeze, clone, diff, import.
 
 Frozen versions are read-only here (no change, add or delete, for the version and its
-inlines) and say so at the top of the page; the actions and the extra pages (import, clone,
-diff) call the services and selectors, never the ORM directly.
+inlines) and say so at the top of the page. The actions and the extra pages write only through
+the services (import, clone, freeze) and diff through the selector; a draft's change form saves
+through Django's own ModelAdmin, which the models' ``save`` and the triggers guard. Besides the
+ModelAdmin's own querysets (the changelist annotates area and criterion counts), this module
+reads the ORM itself in three places, to find rows and offer choices, never to write:
+``get_object_or_404`` for the version a page is about (clone, diff and the diff's "other"),
+``diff_view``'s list of the other versions to compare with, and ``CriterionInline``'s choice of
+the areas of the version being edited.
 """
 
 from __future__ import annotations
