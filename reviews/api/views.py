@@ -15,7 +15,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
-from rest_framework.generics import GenericAPIView
+from rest_framework.generics import GenericAPIView, get_object_or_404
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -136,9 +136,7 @@ class AgreementView(RoleViewSetMixin, GenericAPIView):
 
     @extend_schema(responses={200: s.AlphaSerializer(many=True)})
     def get(self, request: Request, cycle_slug: str) -> Response:
-        cycle = Cycle.objects.filter(slug=cycle_slug).select_related("rubric_version").first()
-        if cycle is None:
-            return Response({"detail": "Not found."}, status=status.HTTP_404_NOT_FOUND)
+        cycle = get_object_or_404(Cycle.objects.select_related("rubric_version"), slug=cycle_slug)
         return Response([vars(r) for r in selectors.cycle_alpha(cycle=cycle)])
 
 
