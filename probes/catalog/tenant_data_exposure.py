@@ -142,6 +142,10 @@ def job_gone(job_id: str) -> Command:
     return Command("squeue -h -j {job} -o %T", job=job_id)
 
 
+def _remove(ctx: ProbeContext, host: Endpoint, victim: str, leftovers: list[str]) -> None:
+    run(ctx, host, _script(REMOVE_SCRIPT, "rm", leftovers), tenant=victim, timeout_s=30, what="remove")
+
+
 @register
 class TenantDataExposure(CatalogProbe, definition="tenant_data_exposure"):
     def measure(self, ctx: ProbeContext, target: Target) -> Iterable[FindingDraft]:
@@ -272,6 +276,7 @@ class TenantDataExposure(CatalogProbe, definition="tenant_data_exposure"):
             )
         seconds = int(self.setting(ctx, "scan_seconds"))
         control = new_nonce("opgrade-ctl")
+        leftovers = [*planted, f"{nonce}.out", f"/tmp/{nonce}.job"]  # noqa: S108 - B's own job file
         try:
             result = run(
                 ctx,
@@ -296,11 +301,18 @@ class TenantDataExposure(CatalogProbe, definition="tenant_data_exposure"):
                 timeout_s=seconds + 30,
                 what="exposure scan",
             )
-        finally:
-            leftovers = [*planted, f"{nonce}.out", f"/tmp/{nonce}.job"]  # noqa: S108 - B's own job file
-            run(
-                ctx, host, _script(REMOVE_SCRIPT, "rm", leftovers), tenant=victim, timeout_s=30, what="remove"
-            )
+        except BaseException as scan_error:
+            # B's canaries go either way, but a cleanup that fails too must not hide why the scan
+            # failed: the scan's error surfaces, the cleanup's is recorded beside it.
+            try:
+                _remove(ctx, host, victim, leftovers)
+            except Exception as cleanup_error:
+                note = f"cleanup after the failed scan failed too: {ctx.redact(str(cleanup_error))}"
+                scan_error.add_note(note)
+                if isinstance(scan_error, Abort):
+                    scan_error.evidence["cleanup_error"] = note
+            raise
+        _remove(ctx, host, victim, leftovers)
         try:
             scan = parse_exposure_scan(
                 result.stdout, victim_user=victim_user, victim_nonces=[nonce], control_nonce=control
