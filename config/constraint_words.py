@@ -53,6 +53,15 @@ CONSTRAINT_WORDS: dict[str, tuple[str, str]] = {
         "", "This respondent already rated this area for this provider in this cycle (from this source)."),
     "override_value_0_1": ("value", "An override is a normalised score from 0 to 1."),
     "override_has_justification": ("justification", "An override needs a written justification."),
+    "override_second_approver_distinct": (
+        "", "The second approval must come from a third person: neither the proposer nor the first approver."),
+    "override_measurement_wrong_has_evidence": (
+        "evidence_finding", "An override for a wrong measurement needs the finding that shows the measurement was wrong."),
+    "override_critical_only_measurement_wrong": (
+        "reason", "Only an override for a wrong measurement may dispute critical findings."),
+    "override_measurement_wrong_two_approvers": (
+        "", "An override for a wrong measurement is approved only after two people besides the proposer agreed."),
+    "apitoken_digest_is_sha256": ("", "A token is stored only as its SHA-256 digest (64 hexadecimal characters)."),
     "override_four_eyes": ("", "Four eyes: a publisher may not decide on their own override."),
     "override_decision_recorded": ("", "A decided override needs who decided it and when."),
     "override_one_approved_per_unit": ("", "Another override of this criterion is already approved for this provider."),
