@@ -217,12 +217,14 @@ class ClusterAccessAdmin(admin.ModelAdmin):
         return obj.has_api_token
 
     def save_model(self, request: HttpRequest, obj: ClusterAccess, form: Any, change: bool) -> None:
-        before = ClusterAccess.objects.filter(pk=obj.pk).values("api_base_url", "settings").first() if obj.pk else None
+        before = ClusterAccess.objects.filter(pk=obj.pk).values(
+            "api_base_url", "settings", "login_host", "login_port").first() if obj.pk else None
         super().save_model(request, obj, form, change)
         notes: list[str] = []
-        if before is not None:  # a URL whose origin changed unbinds the secrets entered for the old one
+        if before is not None:  # a URL (or login host/port) whose origin changed unbinds the secrets entered for the old one
             notes = secret_binding.access_urls_changed(
-                access=obj, old_api_base_url=before["api_base_url"], old_settings=before["settings"]
+                access=obj, old_api_base_url=before["api_base_url"], old_settings=before["settings"],
+                old_login=(before["login_host"], before["login_port"]),
             )
         if form.cleaned_data.get("clear_api_token"):
             services.cluster_access_set_api_token(access=obj, token="")
@@ -343,7 +345,8 @@ class TenantAccountForm(forms.ModelForm):
         required=False, widget=SECRET_WIDGET,
         help_text="Write-only. The tenant's HTTP login for the metrics and log URLs (with the username, or the "
         "one the settings' http_users name); used for SSH only when no private key is given. It is sent only to "
-        "the web addresses set when it is typed: after a URL change, type it again.",
+        "the web addresses and the login host and port set when it is typed: after a URL or login host/port "
+        "change, type it again.",
     )
 
     class Meta:
@@ -379,14 +382,23 @@ class TenantAccountAdmin(admin.ModelAdmin):
     list_select_related = ["cluster__provider"]
     readonly_fields = ["password_sent_to"]
 
-    @admin.display(description="HTTP password sent to")
+    @admin.display(description="Password sent to")
     def password_sent_to(self, obj: TenantAccount) -> str:
-        """The origins the password was typed for; a web URL changed since gets it only once it is typed again."""
+        """The origins the password was typed for (web URLs, and ssh://login_host:port for SSH); a URL or
+        login host changed since gets it only once it is typed again."""
         if not obj.pk or not obj.password_encrypted:
             return "no password stored"
-        return ", ".join(obj.password_origins or []) or (
-            "no web address: type the password again once the metrics and log URLs are set"
-        )
+        origins = list(obj.password_origins or [])
+        web = [o for o in origins if not o.startswith("ssh://")]
+        ssh = [o for o in origins if o.startswith("ssh://")]
+        said = "HTTP login: " + (", ".join(web) or "no web address: type the password again once the metrics and "
+                                 "log URLs are set")
+        said += "; SSH: " + (", ".join(ssh) or "no login node")
+        login = secret_binding.login_origin(ClusterAccess.objects.filter(cluster_id=obj.cluster_id).first())
+        if login and not obj.private_key_encrypted and login not in ssh:
+            said += (f". Not offered over SSH to the login node {login}: it was entered for another login host or "
+                     "port. Type the password again to use it there.")
+        return said
 
     def save_model(self, request: HttpRequest, obj: TenantAccount, form: Any, change: bool) -> None:
         data = form.cleaned_data

@@ -213,8 +213,9 @@ class TenantAccount(models.Model):
     password_encrypted = models.TextField(blank=True, editable=False)
     password_origins = models.JSONField(
         default=list, blank=True, editable=False,
-        help_text="The origins (scheme://host:port) of the web endpoints the password was entered for; it "
-        "is sent as an HTTP login to these only (probes.egress).",
+        help_text="The origins the password was entered for: the web endpoints' (http(s)://host:port), where "
+        "it is sent as the HTTP login (probes.egress), and the login node's (ssh://host:port), the only SSH "
+        "server it is offered to, with the nodes reached through it (probes.transport).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -293,12 +293,14 @@ def cluster_access_save(
     """Create or update the cluster's access (validated values), and its API token, write-only.
 
     The token is bound to the API URL's origin when it is typed; a new origin removes the stored
-    token (``probes.secret_binding``) and the notes ask for it again.
+    token (``probes.secret_binding``) and the notes ask for it again. A new login host or port
+    unbinds the tenants' passwords from SSH to the old one; the notes ask for them again.
     """
     access = ClusterAccess.objects.select_for_update().filter(cluster=cluster).first()
     created = access is None
     access = access or ClusterAccess(cluster=cluster)
     old_api_url = access.api_base_url
+    old_login = (access.login_host, access.login_port)
     if values.get("api_base_url"):
         try:
             url_validate(str(values["api_base_url"]), what="Provider API URL")
@@ -310,8 +312,8 @@ def cluster_access_save(
             setattr(access, name, values[name])
     access.full_clean(exclude=["cluster", "settings"])
     access.save()
-    notes = [] if created else secret_binding.access_urls_changed(
-        access=access, old_api_base_url=old_api_url, old_settings=access.settings)
+    notes = secret_binding.password_gaps(access=access) if created else secret_binding.access_urls_changed(
+        access=access, old_api_base_url=old_api_url, old_settings=access.settings, old_login=old_login)
     if not access.api_token_encrypted and not created and any("API token was removed" in n for n in notes):
         changed.append("API token removed (its URL's origin changed)")
     if clear_api_token:

@@ -18,7 +18,8 @@ The run lifecycle (see ``ProbeRun``):
 4. Transient transport errors (unreachable, timeouts, resets) send the run back to pending and
    the task retries with exponential backoff, up to ``OPGRADE_PROBE_MAX_ATTEMPTS``; then the
    unmeasured targets get ``error`` findings. Permanent errors (changed host key, refused
-   credentials) end the run as ``error`` at once, flagged for an analyst, with no retry.
+   credentials, a password not typed for the login host it would go to) end the run as ``error``
+   at once, flagged for an analyst, with no retry.
 """
 
 from __future__ import annotations
@@ -143,7 +144,8 @@ def tenant_account_set_secrets(
         account.passphrase_encrypted = secret_encrypt(passphrase) if passphrase else ""
     if password:
         account.password_encrypted = secret_encrypt(password)
-        # typed now: bound to the web endpoints' origins as they are now, and to no other (issue 24)
+        # typed now: bound to the web endpoints' origins and the login node's SSH origin as they are
+        # now, and to no other (issue 24)
         account.password_origins = secret_binding.password_origins(account.cluster_id)
     if not account.private_key_encrypted and not account.password_encrypted:
         raise ProbeRunError("a tenant account needs a private key or a password")
@@ -237,8 +239,10 @@ def probe_context_build(*, cluster: Cluster, pool_factory: PoolFactory = SshPool
                 private_key=secret_decrypt(a.private_key_encrypted) if a.private_key_encrypted else None,
                 passphrase=secret_decrypt(a.passphrase_encrypted) if a.passphrase_encrypted else None,
                 password=secret_decrypt(a.password_encrypted) if a.password_encrypted else None,
+                # offered over SSH only to the login node it was typed for (probes.transport.connect)
+                password_origins=frozenset(o for o in a.password_origins or () if o.startswith("ssh://")),
             ),
-            http_origins=frozenset(a.password_origins or ()),
+            http_origins=frozenset(o for o in a.password_origins or () if not o.startswith("ssh://")),
         )
         for a in TenantAccount.objects.filter(cluster=cluster).order_by("label")
     ]
@@ -1166,7 +1170,8 @@ def _conclude(run: ProbeRun, probe: Probe, state: _RunState, targets: list[Targe
     if permanent:
         first = permanent[0].error
         code = getattr(first, "code", type(first).__name__)
-        flagged = code in {"host_key_changed", "host_key_not_pinned", "auth_failed", "credentials_invalid"}
+        flagged = code in {"host_key_changed", "host_key_not_pinned", "auth_failed", "credentials_invalid",
+                           "password_not_bound"}
         _finish(run, status=ProbeRun.Status.ERROR, code=code, message=str(first), flagged=flagged)
         return ExecuteResult(status="error", findings=state.written)
     if state.failures and len(state.failures) >= len(targets):

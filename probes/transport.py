@@ -23,6 +23,17 @@ Safety properties this module guarantees, so that no caller has to remember them
   provider supplies is ever executed as shell text.
 * Compute nodes are reached through the login node as a jump host (an SSH ``direct-tcpip`` channel),
   as on real managed clusters; the node's own host key is still verified against its pins.
+* A password goes only to the SSH origin it was typed for (issue 24). ``Credentials.password_origins``
+  holds the ``ssh://host:port`` origins (:func:`ssh_origin`) of the login node(s) the tenant's password
+  was entered for; :func:`connect` refuses with :class:`PasswordNotBound` BEFORE opening a socket when
+  password authentication would go to any other origin, whatever the caller passes. A compute node
+  reached through the login node as its jump host (``node_access`` ``ssh``) counts as that login
+  node's origin: it is the provider's node behind the login node the password was typed for, the
+  login node's sshd opens the channel to it, and its own host key is still checked against its pins
+  (or a pinned host CA) before the password is sent. A node reached directly (no jump) is an origin
+  of its own and gets the password only if it was typed for it. Private-key authentication discloses
+  no secret: only a signature made with the key leaves, never the key, and the key's passphrase is
+  used here to decrypt the key in memory and is never sent to any host.
 * A node no analyst pinned (one an operator just added) is trusted only through an OpenSSH HOST
   certificate signed by a host CA the analyst pinned for the cluster. paramiko negotiates the
   ``*-cert-v01@openssh.com`` host-key algorithms and checks that the server signed the key exchange
@@ -203,6 +214,22 @@ class AuthFailed(TransportError):
     code = "auth_failed"
 
 
+class PasswordNotBound(TransportError):
+    """A password asked to go to an SSH origin it was not typed for: nothing was sent (no socket
+    was even opened). The analyst must type the password again for the new login host and port."""
+
+    code = "password_not_bound"
+
+    def __init__(self, *, endpoint: str, origin: str, bound: frozenset[str]) -> None:
+        self.origin = origin
+        self.bound = bound
+        entered = ", ".join(sorted(bound)) or "no login node"
+        super().__init__(
+            f"{endpoint}: the tenant's password was not sent to {origin}: it was entered for {entered}. "
+            "Enter it again for this login host and port (tenant page or tenants step)."
+        )
+
+
 class CredentialsInvalid(TransportError):
     """The stored private key cannot be read (unknown type or wrong passphrase)."""
 
@@ -249,14 +276,40 @@ class HostKey:
         return cls(key_type=key.get_name(), fingerprint=key.fingerprint)
 
 
+def ssh_origin(host: str, port: int = 22) -> str:
+    """``ssh://host:port`` of an SSH server, host lower-cased, an IPv6 address in brackets; the unit a
+    tenant password is bound to (see the module docstring). "" for no host."""
+    host = str(host or "").strip().lower().rstrip(".")
+    if not host:
+        return ""
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"ssh://{shown}:{int(port or 22)}"
+
+
+def _password_origin(endpoint: Endpoint) -> str:
+    """The origin a password sent to ``endpoint`` counts against: the first hop's (the login node a
+    jumped compute node is reached through), else the endpoint's own."""
+    first = endpoint
+    while first.jump is not None:
+        first = first.jump
+    return ssh_origin(first.host, first.port)
+
+
 @dataclass(frozen=True)
 class Credentials:
-    """One tenant account. Secrets are excluded from ``repr`` so they never reach a log line."""
+    """One tenant account. Secrets are excluded from ``repr`` so they never reach a log line.
+
+    ``password`` is offered only to the SSH origins in ``password_origins`` (``ssh://host:port`` of
+    the login node it was typed for; empty: to none), and only when there is no private key.
+    ``private_key`` never leaves this process (the server sees a signature made with it), and
+    ``passphrase`` only decrypts the key here: it is never sent to any host.
+    """
 
     username: str
     private_key: str | None = field(default=None, repr=False)
     passphrase: str | None = field(default=None, repr=False)
     password: str | None = field(default=None, repr=False)
+    password_origins: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not self.username:
@@ -867,12 +920,19 @@ def connect(
     """Open, verify and authenticate one SSH connection (through ``via`` when given).
 
     Order matters: the host key is checked against ``endpoint.host_keys`` before the first
-    authentication message, so a wrong host never sees a key signature or password.
+    authentication message, so a wrong host never sees a key signature or password. Without a
+    private key, the password is offered only when the endpoint's SSH origin (its first hop's, for a
+    node behind the login node) is one it was typed for: otherwise :class:`PasswordNotBound` is
+    raised before any socket is opened. The passphrase only decrypts the key here; it is never sent.
     """
     timeouts = timeouts or Timeouts()
     limits = limits or Limits()
     started = time.monotonic()
     pkey = _load_private_key(credentials) if credentials.private_key else None
+    if pkey is None:
+        origin = _password_origin(endpoint)
+        if origin not in credentials.password_origins:
+            raise PasswordNotBound(endpoint=endpoint.label, origin=origin, bound=credentials.password_origins)
     sock = _open_socket(endpoint, timeouts, via)
     transport, offered = _handshake(sock, endpoint, timeouts, _key_types_to_offer(endpoint))
     verified_by = "pinned key"

@@ -187,8 +187,9 @@ def onboard_tenants(request: HttpRequest, pk: int) -> HttpResponse:
         except onboarding.OnboardingError as exc:
             messages.error(request, str(exc))
         else:
-            messages.success(request, f"Tenant {account.label}: password stored, sent as the HTTP login to "
-                                      f"{', '.join(account.password_origins) or 'no web URL yet (settings step)'} only.")
+            messages.success(request, f"Tenant {account.label}: password stored, sent (as the HTTP login, and over SSH "
+                                      "without a key) to "
+                                      f"{', '.join(account.password_origins) or 'no address yet (settings step)'} only.")
         return _to("tenants", cluster)
     if request.method == "POST" and request.POST.get("action") == "remove":
         account = get_object_or_404(TenantAccount, pk=_int(request.POST.get("tenant")), cluster=cluster)

@@ -98,7 +98,9 @@ def _onboard_at(client: Client, cluster, home: RecordingListener) -> None:
     client.post(_url("onboard_tenants", cluster), {"action": "password", "tenant": account.pk,
                                                    "password": PASSWORDS["tenant-a"]})
     assert "is not sent there" not in _text(client.get(_url("onboard_tenants", cluster)))
-    assert {tuple(a.password_origins) for a in TenantAccount.objects.filter(cluster=cluster)} == {(home.url,)}
+    # the web origin, and the login node's SSH origin (probes.transport offers it there only)
+    assert {tuple(a.password_origins) for a in TenantAccount.objects.filter(cluster=cluster)} == {
+        (home.url, "ssh://10.0.0.3:22")}
 
 
 def _press_check_and_run_the_url_probes(client: Client, cluster) -> str:
@@ -151,7 +153,8 @@ def test_no_secret_follows_the_onboarding_urls_to_another_origin(cluster, listen
     settings_page = _text(_settings_post(other, cluster, elsewhere.url, follow=True))
     assert "is not sent there" in settings_page and "Enter it again on the tenants step" in settings_page
     for account in TenantAccount.objects.filter(cluster=cluster):
-        assert account.password_origins == [], "the old origin is unbound once no URL uses it"
+        # the old web origin is unbound once no URL uses it; the login host did not move, so SSH keeps it
+        assert account.password_origins == ["ssh://10.0.0.3:22"]
     ctx = services.probe_context_build(cluster=cluster)
     assert all(str(ctx.settings[k]).startswith(elsewhere.url) for k in WEB_KEYS)
     words = _press_check_and_run_the_url_probes(other, cluster)

@@ -44,7 +44,7 @@ from probes.catalog.base import (
 )
 from probes.egress import origin_of
 from probes.transport import Command as ProbeCommand
-from probes.transport import Credentials, Endpoint, HostKey, TransportError
+from probes.transport import Credentials, Endpoint, HostKey, TransportError, ssh_origin
 
 # Testbed-scale waits for the disruptive probes (a testbed node is replaced in seconds, not hours),
 # and the testbed's declared scale: the runner merges settings["facts"] into the probe facts, so a
@@ -114,7 +114,9 @@ def testbed_context(
         Tenant(
             label=f"tenant-{t.id}",
             credentials=Credentials(
-                username=t.user, private_key=Path(t.private_key).read_text(), password=t.http_password
+                username=t.user, private_key=Path(t.private_key).read_text(), password=t.http_password,
+                # SSH logs in with the key; the password would go only to the testbed's login node
+                password_origins=frozenset({ssh_origin(login.host, login.port)}),
             ),
             # the testbed's own web endpoints are the ones its passwords were issued for
             http_origins=frozenset(secret_binding.web_origins(
