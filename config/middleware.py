@@ -1,4 +1,4 @@
-"""Two small middlewares Django has no setting for.
+"""Small middlewares Django has no setting for.
 
 * ``PermissionsPolicyMiddleware``: Permissions-Policy on every response (no Opgrade page uses
   a camera, sensor or payment API); Django sets Content-Security-Policy itself (``SECURE_CSP``).
@@ -6,7 +6,9 @@
 * ``ApiJsonErrorsMiddleware``: error pages under /api/ are JSON, DEBUG or not.
 * ``DatabaseUnavailableMiddleware``: a request that finds PostgreSQL away (restarting, failing
   over) answers 503 with Retry-After, never a 500: it is an outage of ours, and the request wrote
-  nothing (Django rolls its transaction back).
+  nothing (Django rolls its transaction back). Only an outage: a database error while the database
+  still answers (a missing table, a broken query) is a server error, a 500 with its traceback in
+  the log, never hidden as "try again" (``database_reachable`` tells the two apart by connecting).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import logging
 from collections.abc import Callable
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 logger = logging.getLogger(__name__)
@@ -73,7 +75,7 @@ class DatabaseUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not isinstance(exception, OperationalError | InterfaceError):
+        if not isinstance(exception, OperationalError | InterfaceError) or database_reachable():
             return None
         logger.error("database unavailable for %s %s: %s", request.method, request.path, exception)
         detail = "The database is unavailable for a moment; nothing was changed. Try again shortly."
@@ -83,3 +85,16 @@ class DatabaseUnavailableMiddleware:
             response = HttpResponse(detail, status=503, content_type="text/plain; charset=utf-8")
         response["Retry-After"] = str(self.retry_after_s)
         return response
+
+
+def database_reachable(alias: str = DEFAULT_DB_ALIAS) -> bool:
+    """Whether a fresh connection to the database answers a trivial query now (the failed request's
+    connection may be broken, so it is closed first and Django opens a new one)."""
+    connection = connections[alias]
+    try:
+        connection.close()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return True
+    except DatabaseError:
+        return False
