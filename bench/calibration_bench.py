@@ -54,6 +54,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.previous_engine import score_cycle as previous_score_cycle  # noqa: E402
+from ratings.engine import score_cycle  # noqa: E402
 from ratings.engine_types import (  # noqa: E402
     TIERS,
     AreaSpec,
@@ -68,7 +69,6 @@ from ratings.engine_types import (  # noqa: E402
     ScoringParams,
     ScoringResult,
 )
-from ratings.scoring import score_cycle  # noqa: E402
 
 CRITERIA = 6
 AREAS = ("monitoring", "provisioning", "reliability")

@@ -38,7 +38,12 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.previous_engine import score_cycle as previous_score_cycle  # noqa: E402
-from ratings.engine import tiering  # noqa: E402
+from ratings.engine import (  # noqa: E402
+    content_hash,
+    normalise,
+    score_cycle,
+    tiering,
+)
 from ratings.engine_types import (  # noqa: E402
     AreaSpec,
     CriterionSpec,
@@ -51,7 +56,6 @@ from ratings.engine_types import (  # noqa: E402
     ScoringInput,
     ScoringParams,
 )
-from ratings.scoring import content_hash, normalise, score_cycle  # noqa: E402
 
 AREAS = ("monitoring", "provisioning", "reliability", "security")
 

@@ -1,6 +1,6 @@
 """Value types of the pure scoring engine: what goes in, what comes out, what goes wrong.
 
-The engine (``ratings.scoring`` + ``ratings.tiering``) takes one frozen ``ScoringInput`` and
+The engine (``ratings.engine``) takes one frozen ``ScoringInput`` and
 returns one frozen ``ScoringResult``. Neither side knows about Django: the selector in
 ``ratings.selectors`` turns database rows into these types and the service turns the result
 back into rows. The input types mirror ``rubric.models`` (RubricVersion, Area, Criterion) and

@@ -1,6 +1,6 @@
 """Writes for ratings' scores and evidence: compute a cycle's snapshot, record reviews, feedback, overrides.
 
-``cycle_scores_compute`` runs the pure engine (ratings.scoring) over one cycle's evidence and
+``cycle_scores_compute`` runs the pure engine (ratings.engine) over one cycle's evidence and
 stores the result as an immutable ``ScoreSnapshot`` with one ``TierAssignment`` per provider.
 Scoring happens before the transaction opens; the writes are one atomic block, so bad input
 (``ScoringInputError``: another rubric version, an out-of-range score, NaN/inf, no providers,
@@ -10,6 +10,7 @@ computing it again returns the snapshot already stored rather than a duplicate.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -18,6 +19,7 @@ from django.utils import timezone
 
 from probes.selectors import findings_for_provider
 from providers.models import Cycle, Provider
+from ratings.engine import content_hash, result_to_dict, score_cycle
 from ratings.engine_types import PreviousTier, ProviderResult, ScoringInputError
 from ratings.models import (
     CustomerFeedback,
@@ -28,7 +30,6 @@ from ratings.models import (
     respondent_org_hash,
     validate_citations,
 )
-from ratings.scoring import content_hash, result_to_dict, score_cycle
 from ratings.selectors import cycle_default_seed, cycle_evidence_get, gate_critical_finding_ids
 from rubric.models import Area, Criterion
 
@@ -205,6 +206,47 @@ def customer_feedback_record(
         raise ScoringInputError(f"customer feedback refused: {exc}") from exc
     feedback.save()
     return feedback
+
+
+
+def _history_user(user: Any) -> Any:
+    """The user a history record names: a saved user, else nobody (a command, the system)."""
+    return user if getattr(user, "pk", None) else None
+
+
+def customer_feedback_bulk_create(
+    rows: Sequence[dict[str, Any]], *, by: Any | None, batch_size: int,
+) -> tuple[list[CustomerFeedback], list[Any]]:
+    """Store many checked feedback rows (their fields) at once, a survey import: each with the
+    history record a row saved alone would have, attributed to ``by``. Returns the rows and their
+    history records, so the caller can add its own audit events; the caller holds the transaction."""
+    created = CustomerFeedback.objects.bulk_create([CustomerFeedback(**row) for row in rows], batch_size=batch_size)
+    records = CustomerFeedback.history.bulk_history_create(  # type: ignore[attr-defined]
+        created, batch_size=batch_size, default_user=_history_user(by))
+    return created, records
+
+
+def customer_feedback_interview_create(
+    *, cycle: Cycle, provider: Provider, area: Area | None, criterion: Criterion | None, rating: int,
+    respondent_org_hash: str, by: Any,
+) -> CustomerFeedback:
+    """Store the rating given in a customer interview (its organisation already a keyed hash),
+    its history record attributed to ``by``; the interview note's checks come first."""
+    feedback = CustomerFeedback(
+        cycle=cycle, provider=provider, area=area, criterion=criterion,
+        rating=rating, source=CustomerFeedback.Source.INTERVIEW, respondent_org_hash=respondent_org_hash,
+    )
+    feedback._history_user = _history_user(by)  # type: ignore[attr-defined]  # simple-history: who
+    feedback.save()
+    return feedback
+
+
+def customer_feedback_delete(rows: Iterable[CustomerFeedback], *, by: Any | None) -> None:
+    """Delete feedback rows one by one (an import rolled back), each deletion in the history
+    attributed to ``by``."""
+    for row in rows:
+        row._history_user = _history_user(by)  # type: ignore[attr-defined]  # simple-history: who
+        row.delete()
 
 
 # --- score overrides ----------------------------------------------------------------------

@@ -29,6 +29,9 @@ from ratings.models import CustomerFeedback, DocReview, ScoreOverride
 from ratings.services import (
     ScoreOverrideFourEyes,
     ScoreOverrideRefused,
+    customer_feedback_bulk_create,
+    customer_feedback_delete,
+    customer_feedback_interview_create,
     score_override_check,
     score_override_decide,
     score_override_propose,
@@ -498,17 +501,15 @@ def feedback_import_steps(
         through = FeedbackImport.rows.through
         written = 0
         for start in range(0, total, PROGRESS_EVERY):
-            created = CustomerFeedback.objects.bulk_create([
-                CustomerFeedback(
-                    cycle=cycle, provider=providers[row.provider_slug], area=areas.get(row.area_or_criterion),
-                    criterion=criteria.get(row.area_or_criterion) if row.area_or_criterion not in areas else None,
-                    rating=row.rating, source=row.source, respondent_org_hash=row.respondent_org_hash,
-                    comment=row.comment, answered_on=row.date,
-                )
+            created, records = customer_feedback_bulk_create([
+                {
+                    "cycle": cycle, "provider": providers[row.provider_slug], "area": areas.get(row.area_or_criterion),
+                    "criterion": criteria.get(row.area_or_criterion) if row.area_or_criterion not in areas else None,
+                    "rating": row.rating, "source": row.source, "respondent_org_hash": row.respondent_org_hash,
+                    "comment": row.comment, "answered_on": row.date,
+                }
                 for row in parsed.rows[start:start + PROGRESS_EVERY]
-            ], batch_size=WRITE_BATCH)
-            records = CustomerFeedback.history.bulk_history_create(  # type: ignore[attr-defined]
-                created, batch_size=WRITE_BATCH, default_user=user)
+            ], by=user, batch_size=WRITE_BATCH)
             audit_events_bulk_record(records, created, history_user=user, batch_size=WRITE_BATCH)
             through.objects.bulk_create(
                 [through(feedbackimport_id=batch.pk, customerfeedback_id=f.pk) for f in created],
@@ -530,8 +531,7 @@ def feedback_import_rollback(*, batch: FeedbackImport, by: Any | None) -> int:
         raise ReviewsError(f"the import {batch} was already rolled back on {batch.rolled_back_at:%Y-%m-%d %H:%M}")
     rows = list(batch.rows.all())
     batch.rows.clear()
-    for row in rows:
-        _as(row, by).delete()
+    customer_feedback_delete(rows, by=by)
     batch.rolled_back_at = timezone.now()
     batch.rolled_back_by = by
     batch.save(update_fields=["rolled_back_at", "rolled_back_by"])
@@ -599,13 +599,11 @@ def interview_note_create(
             ).exists()
             if duplicate:
                 raise ReviewsError("this organisation's interview rating of this item is already recorded")
-            feedback = CustomerFeedback(
+            note.feedback = customer_feedback_interview_create(
                 cycle=cycle, provider=provider, area=areas.get(area_or_criterion),
                 criterion=None if area_or_criterion in areas else criteria[area_or_criterion],
-                rating=rating, source=CustomerFeedback.Source.INTERVIEW, respondent_org_hash=org_hash,
+                rating=rating, respondent_org_hash=org_hash, by=by,
             )
-            _as(feedback, by).save()
-            note.feedback = feedback
         _as(note, by).save()
     return note
 

@@ -36,9 +36,9 @@ from probes.catalog import UnknownProbe, probe_get
 from probes.models import ClusterAccess, ProbeRun
 from probes.services import broker_check, probe_runs_start
 from providers.models import Cluster, Cycle, Provider
+from ratings.engine import score_cycle
 from ratings.engine_types import ScoringInputError
 from ratings.models import ScoreSnapshot
-from ratings.scoring import score_cycle
 from ratings.selectors import cycle_default_seed, cycle_evidence_get
 from reports.models import Report
 from reports.services import report_draft_create_from_snapshot
@@ -228,7 +228,7 @@ def cycle_tiers_preview(*, cycle: Cycle) -> TiersPreview:
 
     Raises WorkbenchError with the engine's own words when the evidence cannot be scored.
     """
-    from ratings.scoring import content_hash
+    from ratings.engine import content_hash
 
     try:
         result = score_cycle(cycle_evidence_get(cycle=cycle, seed=cycle_default_seed(cycle=cycle)))

@@ -20,6 +20,8 @@ from django.db import IntegrityError, connection, transaction
 from config.access import Role
 from config.immutability import ImmutableError
 from probes.models import Finding, ProbeRun
+from ratings.engine.hashing import canonical_dumps as _canonical_dumps
+from ratings.engine.hashing import sha256_hex as _sha256
 from ratings.engine_types import (
     EmptyPeerSetError,
     MixedRubricVersionError,
@@ -34,7 +36,6 @@ from ratings.models import (
     respondent_org_hash,
 )
 from ratings.sample import default_rubric_get, sample_cycle_create
-from ratings.scoring import _canonical_dumps, _sha256
 from ratings.selectors import cycle_evidence_get, previous_tiers_get
 from ratings.services import customer_feedback_record, cycle_scores_compute, doc_review_record
 from reviews.services import user_role_set

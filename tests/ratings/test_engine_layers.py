@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_importing_the_engine_loads_no_django_and_no_app_models():
     script = (
         "import sys\n"
-        "import ratings.engine, ratings.engine.core, ratings.scoring, ratings.tiering\n"
+        "import ratings.engine, ratings.engine.core, ratings.engine.tiering, ratings.engine_types\n"
         "apps = {'probes', 'providers', 'ratings', 'reports', 'reviews', 'rubric', 'quickstart', 'config'}\n"
         "bad = sorted(m for m in sys.modules if m == 'django' or m.startswith('django.')\n"
         "             or (m.split('.')[0] in apps and m.endswith('.models')))\n"
@@ -27,4 +27,9 @@ def test_every_engine_stage_is_its_own_module():
     stages = {p.stem for p in (ROOT / "ratings" / "engine").glob("*.py")}
     assert {"hashing", "validation", "normalisation", "streams", "layout", "sampling", "tiering", "core",
             "serialisation"} <= stages
-    assert len((ROOT / "ratings" / "scoring.py").read_text().splitlines()) < 60  # only the public names
+
+
+def test_the_engine_has_one_name_no_re_export_modules():
+    """Callers import ``ratings.engine`` (and its stage modules); the old re-export files are gone."""
+    assert not (ROOT / "ratings" / "scoring.py").exists()
+    assert not (ROOT / "ratings" / "tiering.py").exists()

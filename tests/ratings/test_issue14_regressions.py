@@ -13,9 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ratings.engine import tiering
+from ratings.engine import score_cycle, tiering
 from ratings.engine_types import TIERS, Outcome, ProbeObservation
-from ratings.scoring import score_cycle
 from tests.ratings.engine_builders import (
     RV,
     cycle,

@@ -21,9 +21,8 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ratings.engine import tiering
+from ratings.engine import score_cycle, tiering
 from ratings.engine_types import TIERS, Outcome, PreviousTier
-from ratings.scoring import score_cycle
 from tests.ratings.engine_builders import MEASURED_RANGES, cycle, cycles, measured, obs, rubric
 
 RANK = {t: i for i, t in enumerate(TIERS)}

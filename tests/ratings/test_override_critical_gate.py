@@ -11,6 +11,7 @@ import dataclasses
 
 import pytest
 
+from ratings.engine import score_cycle
 from ratings.engine_types import (
     MEASUREMENT_WRONG,
     CriterionOverride,
@@ -18,7 +19,6 @@ from ratings.engine_types import (
     ProbeObservation,
     ScoringInputError,
 )
-from ratings.scoring import score_cycle
 from tests.ratings.engine_builders import cycle, measured, obs, pass_rate, rubric
 
 T = measured("t")

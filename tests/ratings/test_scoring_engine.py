@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from ratings import scoring
+from ratings import engine
+from ratings.engine import canonical_json, content_hash, median_table, normalise, score_cycle
 from ratings.engine_types import (
     NOT_RATED,
     EmptyPeerSetError,
@@ -20,7 +21,6 @@ from ratings.engine_types import (
     Scale,
     ScoringInputError,
 )
-from ratings.scoring import canonical_json, content_hash, median_table, normalise, score_cycle
 from tests.ratings.engine_builders import (
     cycle,
     doc,
@@ -275,7 +275,7 @@ def test_hysteresis_keeps_the_previous_tier_while_it_stays_plausible():
     ],
 )
 def test_publication_rule(point, probs, previous, cap, expected):
-    from ratings.tiering import publish
+    from ratings.engine.tiering import publish
 
     assert publish(point, np.array(probs, dtype=float), previous, 0.2, 0.7, cap) == expected
 
@@ -323,7 +323,7 @@ def test_same_input_and_seed_give_byte_identical_output_and_a_new_seed_a_new_has
     assert content_hash(first) == content_hash(second)
     other = score_cycle(dataclasses.replace(inp, seed=2))
     assert other.inputs_hash != first.inputs_hash and content_hash(other) != content_hash(first)
-    assert first.engine_version == scoring.ENGINE_VERSION
+    assert first.engine_version == engine.ENGINE_VERSION
 
 
 def test_bootstrap_draws_follow_the_exact_resampling_distribution():
@@ -378,7 +378,7 @@ def test_the_hash_does_not_depend_on_the_process_or_its_hash_seed(tmp_path):
     script = (
         "from tests.ratings.test_scoring_engine import T, PF, D, basic_rows\n"
         "from tests.ratings.engine_builders import cycle, rubric\n"
-        "from ratings.scoring import content_hash, score_cycle\n"
+        "from ratings.engine import content_hash, score_cycle\n"
         "inp = cycle(rubric([T, PF, D], bootstrap_size=300), ['a', 'b', 'c'], basic_rows('a') + basic_rows('b') + basic_rows('c')[:5])\n"
         "print(content_hash(score_cycle(inp)))\n"
     )

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from ratings.engine import canonical_json, content_hash, result_to_dict, score_cycle
 from ratings.engine_types import (
     NOT_RATED,
     TIERS,
@@ -21,7 +22,6 @@ from ratings.engine_types import (
     ProbeObservation,
     ScoringInput,
 )
-from ratings.scoring import canonical_json, content_hash, result_to_dict, score_cycle
 from tests.ratings.engine_builders import PROPERTY_CRITERIA, cycles, obs
 
 TIER_INDEX = {t: i for i, t in enumerate(TIERS)}

@@ -24,9 +24,8 @@ import numpy as np
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from ratings.engine import tiering
+from ratings.engine import score_cycle, tiering
 from ratings.engine_types import TIERS, DocReviewScore, Outcome, PreviousTier, ProbeObservation, ScoringInput
-from ratings.scoring import score_cycle
 from tests.ratings.engine_builders import cycles, obs, review
 
 RANK = {t: i for i, t in enumerate(TIERS)}
