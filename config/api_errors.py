@@ -6,25 +6,21 @@ module adds the project's domain errors and Django's, so that a refused write an
 JSON 4xx with a ``detail`` instead of a 500 debug page:
 
 * Django's ``ValidationError`` (``full_clean``, model constraints) -> 400 with the field messages;
-* role refusals (``RoleRefused``, ``ReportPermissionError``) -> 403;
-* frozen or immutable rows, a report in the wrong lifecycle state, label clashes and database
-  integrity conflicts -> 409;
-* other domain input and state errors (reviews, reports, rubric, ratings, probes) -> 400;
-  a malformed rubric file also lists each problem as file, line, field and message;
+* a malformed rubric file -> 400 listing each problem as file, line, field and message;
+* the apps' domain errors by their kind (``config.errors``; this module names no app and no
+  app's class): ``Forbidden`` -> 403, ``Conflict`` (and database integrity conflicts) -> 409,
+  ``BadInput`` -> 400, ``NotFound`` -> 404, in that order of precedence;
 * ``SuspiciousOperation`` (oversized or malformed requests) -> 400.
 
 ``json_error_view`` serves the same shape for requests that never reach a DRF view (an
 unknown /api/ URL, a request Django itself refuses): API clients never get HTML.
-The classes are imported lazily so that settings can name this module before apps load.
 """
 
 from __future__ import annotations
 
-from functools import cache
-from importlib import import_module
 from typing import Any
 
-from django.core.exceptions import ImproperlyConfigured, SuspiciousOperation
+from django.core.exceptions import SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -32,6 +28,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from config import errors
 from config.constraint_words import constraint_words
 
 
@@ -43,36 +40,6 @@ class Conflict(exceptions.APIException):
     default_code = "conflict"
 
 
-def _classes(*dotted: str) -> tuple[type[BaseException], ...]:
-    """The named exception classes. A name that no longer resolves (a class moved or renamed)
-    is a configuration error raised at the first API error, never a silent skip that would
-    turn that domain error into a 500; tests/api/test_error_classes.py resolves them all."""
-    out = []
-    for name in dotted:
-        module_name, _, attr = name.rpartition(".")
-        try:
-            out.append(getattr(import_module(module_name), attr))
-        except (ImportError, AttributeError) as exc:
-            raise ImproperlyConfigured(f"config/api_errors.py names {name!r}, which does not exist") from exc
-    return tuple(out)
-
-
-@cache
-def _domain_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...],
-                                tuple[type[BaseException], ...]]:
-    """(forbidden, conflict, bad input) domain error classes, in that order of precedence."""
-    forbidden = _classes("reviews.services.RoleRefused", "reports.errors.ReportPermissionError")
-    conflict = _classes(
-        "rubric.models.FrozenRubricError", "rubric.services.RubricConflictError", "config.immutability.ImmutableError",
-        "reports.errors.ReportImmutableError", "reports.errors.ReportStateError",
-    )
-    bad_input = _classes(
-        "reviews.services.ReviewsError", "reports.errors.ReportError", "ratings.engine_types.ScoringInputError",
-        "probes.services.ProbeRunError", "probes.catalog.UnknownProbe", "rubric.selectors.RubricVersionNotFound",
-    )
-    return forbidden, conflict, bad_input
-
-
 def _django_validation_detail(exc: DjangoValidationError) -> Any:
     if hasattr(exc, "error_dict"):
         return {("non_field_errors" if k == "__all__" else k): v for k, v in exc.message_dict.items()}
@@ -81,12 +48,10 @@ def _django_validation_detail(exc: DjangoValidationError) -> Any:
 
 def api_exception(exc: BaseException) -> exceptions.APIException | Response | None:
     """The DRF exception (or a finished response) for a domain or Django error; None if unknown."""
-    from rubric.yaml_format import RubricFormatError
-
-    if isinstance(exc, RubricFormatError):
+    if isinstance(exc, errors.MalformedFile):
         return Response(
             {
-                "detail": "the rubric is malformed; nothing was written",
+                "detail": exc.api_detail,
                 "errors": [
                     {"file": p.filename, "line": p.line, "field": p.field, "message": p.message}
                     for p in exc.problems
@@ -98,8 +63,7 @@ def api_exception(exc: BaseException) -> exceptions.APIException | Response | No
         return exceptions.ValidationError(_django_validation_detail(exc))
     if isinstance(exc, SuspiciousOperation):
         return exceptions.ParseError(str(exc) or "the request was refused as malformed")
-    forbidden, conflict, bad_input = _domain_classes()
-    if isinstance(exc, forbidden):
+    if isinstance(exc, errors.Forbidden):
         return exceptions.PermissionDenied(str(exc))
     if isinstance(exc, IntegrityError):
         # Never echo the database's message (it names tables and values); say what happened,
@@ -108,10 +72,12 @@ def api_exception(exc: BaseException) -> exceptions.APIException | Response | No
         if words:
             return Conflict(f"{words} Nothing was written.")
         return Conflict("the change conflicts with stored data (a uniqueness or integrity rule); nothing was written")
-    if isinstance(exc, conflict):
+    if isinstance(exc, errors.Conflict):
         return Conflict(str(exc))
-    if isinstance(exc, bad_input):
+    if isinstance(exc, errors.BadInput):
         return exceptions.ValidationError({"detail": str(exc)})
+    if isinstance(exc, errors.NotFound):
+        return exceptions.NotFound(str(exc))
     return None
 
 

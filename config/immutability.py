@@ -27,6 +27,8 @@ from typing import Any
 from django.db import connections, models
 from django.db.models.signals import post_migrate
 
+from config.errors import Conflict
+
 OPERATIONS = ("INSERT", "UPDATE", "DELETE")
 _VENDOR_OPS = {
     "postgresql": {"distinct": "IS DISTINCT FROM", "same": "IS NOT DISTINCT FROM"},
@@ -34,7 +36,7 @@ _VENDOR_OPS = {
 }
 
 
-class ImmutableError(Exception):
+class ImmutableError(Conflict):
     """An immutable record (frozen rubric, finding, snapshot, published report) was asked to change."""
 
 

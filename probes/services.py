@@ -47,6 +47,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from config.crypto import secret_decrypt, secret_encrypt
+from config.errors import BadInput
 from probes import secret_binding
 from probes.catalog import probe_get
 from probes.catalog.base import (
@@ -109,7 +110,7 @@ PROBE_RUN_SWEEP_TASK = "probes.probe_run_sweep"
 PoolFactory = Callable[..., Any]
 
 
-class ProbeRunError(Exception):
+class ProbeRunError(BadInput):
     """Bad input to a probe-runner service; nothing was written."""
 
 

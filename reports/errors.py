@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+from config.errors import BadInput, Conflict, Forbidden
 from config.immutability import ImmutableError
 
 
-class ReportError(Exception):
+class ReportError(BadInput):
     """Base class: a report operation was refused and nothing was written."""
 
 
-class ReportStateError(ReportError):
+class ReportStateError(ReportError, Conflict):
     """The report is in the wrong lifecycle state for the operation."""
 
 
-class ReportPermissionError(ReportError):
+class ReportPermissionError(ReportError, Forbidden):
     """The user may not do this (only publishers publish, correct and withdraw)."""
 
 

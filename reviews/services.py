@@ -24,6 +24,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from config.access import ROLE_PERMISSIONS, Role, user_provider, user_role, user_roles
+from config.errors import BadInput, Forbidden
 from providers.models import Cycle, Provider
 from ratings.models import CustomerFeedback, DocReview, ScoreOverride
 from ratings.services import (
@@ -57,11 +58,11 @@ from rubric.models import Area, Criterion
 logger = logging.getLogger(__name__)
 
 
-class ReviewsError(ValueError):
+class ReviewsError(ValueError, BadInput):
     """A refused request; the message is safe to show to the caller."""
 
 
-class RoleRefused(ReviewsError, PermissionError):
+class RoleRefused(ReviewsError, PermissionError, Forbidden):
     """The caller's role may not do this."""
 
 

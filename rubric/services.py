@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db import transaction
 
+from config.errors import Conflict
 from rubric.models import Area, Criterion, RubricVersion
 from rubric.selectors import rubric_version_export, rubric_version_spec
 from rubric.versioned import (
@@ -33,7 +34,7 @@ from rubric.yaml_format import (
 )
 
 
-class RubricConflictError(DocumentConflictError):
+class RubricConflictError(DocumentConflictError, Conflict):
     """A version with the same NAME@VERSION label already exists with different content."""
 
 

@@ -33,11 +33,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
+from config.errors import NotFound
 from config.immutability import Guard, ImmutableError
 from rubric.yaml_kit import FormatError, fingerprint, label_problems
 
 
-class DocumentNotFound(LookupError):
+class DocumentNotFound(LookupError, NotFound):
     """No document answers to the given reference."""
 
 

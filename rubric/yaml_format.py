@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from config.errors import MalformedFile
 from rubric.spec import EVIDENCE_KINDS, GATE_CAP_TIERS, TIERS, Direction, Scale
 from rubric.yaml_kit import (
     KEY_RE,
@@ -116,8 +117,10 @@ class RubricSpec:
 RubricProblem = Problem  # one problem in a rubric file: where it is and what is wrong
 
 
-class RubricFormatError(FormatError):
+class RubricFormatError(FormatError, MalformedFile):
     """A rubric file is malformed; ``problems`` lists every problem found, in file order."""
+
+    api_detail = "the rubric is malformed; nothing was written"
 
 
 # --------------------------------------------------------------------------- parsing

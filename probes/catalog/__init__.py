@@ -12,6 +12,7 @@ import importlib
 import pkgutil
 import threading
 
+from config.errors import BadInput
 from probes.catalog.base import Probe
 
 _REGISTRY: dict[str, type[Probe]] = {}
@@ -19,7 +20,7 @@ _loaded = False
 _lock = threading.Lock()
 
 
-class UnknownProbe(LookupError):
+class UnknownProbe(LookupError, BadInput):
     """No probe with this id is registered."""
 
 
