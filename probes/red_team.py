@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from probes.management.commands.probe_matrix import ProbeResult, catalog_run, testbed_context
+from probes.matrix import ProbeResult, catalog_run, testbed_context
 
 CLEAN_PROBES = (
     "tenant_data_exposure",

@@ -31,7 +31,7 @@ from django.db import connection, transaction
 from config.access import Role
 from probes import services as probe_services
 from probes.catalog import probe_list
-from probes.management.commands.probe_matrix import TESTBED_SETTINGS, host_key_of
+from probes.matrix import TESTBED_SETTINGS, host_key_of
 from probes.models import ClusterAccess, ProbeRun, TenantAccount
 from providers.models import Cluster, Cycle, Provider
 from quickstart.evidence import DOC_SCORES, FEEDBACK_CSV, NOTES, PROVIDERS, DemoProvider, citation

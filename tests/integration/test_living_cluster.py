@@ -16,7 +16,7 @@ import pytest
 from django.utils import timezone
 
 from probes import services
-from probes.management.commands.probe_matrix import host_key_of
+from probes.matrix import host_key_of
 from probes.models import ClusterAccess, Finding, ProbeRun, TenantAccount
 from providers.models import Cluster
 from testbed import api

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from probes.management.commands.probe_matrix import catalog_run
-from probes.management.commands.probe_matrix import testbed_context as context_for
+from probes.matrix import catalog_run
+from probes.matrix import testbed_context as context_for
 from testbed.pytest_helpers import prefixed_name, running_testbed, ssh_run
 
 pytestmark = [pytest.mark.testbed, pytest.mark.integration]

@@ -11,7 +11,7 @@ Three kinds of checks, on the testbed (real Slurm, sshd, Prometheus, nginx, rsys
 3. The fault-injecting probes on a testbed of their own (they break nodes): the provider that
    replaces nodes and runs a health check passes, the one that does neither does not.
 
-Waits are bounded by testbed-scale timeouts (probes/management/commands/probe_matrix.py).
+Waits are bounded by testbed-scale timeouts (probes/matrix.py).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from probes.management.commands.probe_matrix import ProbeResult, catalog_run
-from probes.management.commands.probe_matrix import testbed_context as context_for
+from probes.matrix import ProbeResult, catalog_run
+from probes.matrix import testbed_context as context_for
 from testbed.api import TestbedInfo
 from testbed.pytest_helpers import prefixed_name, running_testbed
 

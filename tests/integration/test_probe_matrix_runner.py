@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from probes import services
-from probes.management.commands.probe_matrix import host_key_of
+from probes.matrix import host_key_of
 from probes.models import ClusterAccess, Finding, TenantAccount
 from providers.models import Cluster
 from testbed.pytest_helpers import prefixed_name, running_testbed

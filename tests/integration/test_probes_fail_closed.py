@@ -21,8 +21,8 @@ import pytest
 
 from probes.catalog import probe_get
 from probes.catalog.base import Outcome
-from probes.management.commands.probe_matrix import probe_execute
-from probes.management.commands.probe_matrix import testbed_context as context_for
+from probes.matrix import probe_execute
+from probes.matrix import testbed_context as context_for
 from testbed.api import TestbedInfo
 from testbed.pytest_helpers import prefixed_name, running_testbed
 

@@ -21,8 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from probes.management.commands.probe_matrix import catalog_run
-from probes.management.commands.probe_matrix import testbed_context as context_for
+from probes.matrix import catalog_run
+from probes.matrix import testbed_context as context_for
 from testbed import serving
 from testbed.errors import TestbedError
 from testbed.pytest_helpers import (

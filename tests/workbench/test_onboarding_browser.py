@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 
 from config.access import Role
-from probes.management.commands.probe_matrix import host_key_of
+from probes.matrix import host_key_of
 from probes.models import ProbeRun
 from providers.models import Cycle
 from quickstart import services as quickstart

@@ -15,7 +15,7 @@ from probes.catalog.base import Direction, Outcome
 from probes.catalog.bmc_reachable import scan_command
 from probes.catalog.home_isolation import peek, plant
 from probes.catalog.tenant_metric_isolation import attempts
-from probes.management.commands.probe_matrix import host_key_of
+from probes.matrix import host_key_of
 from probes.parsers.versions import version_at_least
 from probes.thresholds import definitions, min_versions
 

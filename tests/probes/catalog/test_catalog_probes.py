@@ -331,7 +331,7 @@ def test_node_replacement_counts_a_repaired_victim_from_when_it_was_truly_back()
 
 def test_a_provider_that_refuses_fault_tests_or_offers_no_api_is_declined_not_excused():
     from probes.catalog.base import Requirement
-    from probes.management.commands.probe_matrix import probe_execute
+    from probes.matrix import probe_execute
 
     cluster = FakeCluster(lambda u, h, c: result())
     no_opt_in = cluster.context(
