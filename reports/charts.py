@@ -12,27 +12,12 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from reports.context import NOT_RATED, TIER_LABELS, TIERS
+from reports.svg import BAR, GRID, INK, svg_open
 
-SVG_NS = "http://www.w3.org/2000/svg"
-FONT = "DejaVu Sans, Verdana, sans-serif"
 TIER_COLOURS = {
     "platinum": "#4b5563", "gold": "#b7791f", "silver": "#6b7280", "bronze": "#9c4221",
     "underperforming": "#b91c1c", NOT_RATED: "#9ca3af",
 }
-BAR = "#2563eb"
-GRID = "#d1d5db"
-INK = "#111827"
-
-
-def _open(width: int, height: int, title: str, desc: str, ident: str) -> list[str]:
-    ident = escape(ident, {'"': "&quot;"})
-    return [
-        f'<svg xmlns="{SVG_NS}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-        f'role="img" aria-labelledby="{ident}-title {ident}-desc" font-family="{FONT}" font-size="12">',
-        f'<title id="{ident}-title">{escape(title)}</title>',
-        f'<desc id="{ident}-desc">{escape(desc)}</desc>',
-        f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
-    ]
 
 
 def area_breakdown_svg(provider_name: str, areas: Sequence[Mapping[str, Any]], *, ident: str = "areas") -> str:
@@ -43,7 +28,7 @@ def area_breakdown_svg(provider_name: str, areas: Sequence[Mapping[str, Any]], *
     desc = "; ".join(
         f"{a['title']}: {'unmeasured' if a.get('score') is None else f'{a['score']:.2f}'}" for a in areas
     )
-    out = _open(width, height, f"Area scores for {provider_name}", desc or "No areas.", ident)
+    out = svg_open(width, height, f"Area scores for {provider_name}", desc or "No areas.", ident)
     out.append(f'<text x="8" y="20" fill="{INK}" font-weight="bold">Area scores (0 to 1)</text>')
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         x = label_w + tick * bar_w
@@ -70,7 +55,7 @@ def tier_history_svg(provider_name: str, history: Sequence[Mapping[str, Any]], *
     width = label_w + col_w * max(len(history), 1) + 30
     height = top + row_h * len(levels) + 34
     desc = "; ".join(f"{h.get('cycle_name') or h['cycle']}: {TIER_LABELS.get(h['tier'], h['tier'])}" for h in history)
-    out = _open(width, height, f"Tier history for {provider_name}", desc or "No published cycles.", ident)
+    out = svg_open(width, height, f"Tier history for {provider_name}", desc or "No published cycles.", ident)
     out.append(f'<text x="8" y="20" fill="{INK}" font-weight="bold">Tier by published cycle</text>')
     for row, level in enumerate(levels):
         y = top + row * row_h + row_h / 2

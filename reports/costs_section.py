@@ -18,9 +18,10 @@ from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.views.decorators.http import require_safe
 
-from reports.charts import BAR, GRID, INK, _open
 from reports.http import cached_response, report_meta
-from reports.rendering import _csv
+from reports.pages import page_context, report_for
+from reports.rendering import csv_bytes
+from reports.svg import BAR, GRID, INK, svg_open
 
 WHISKER = "#111827"
 UNKNOWN = "#9ca3af"
@@ -55,7 +56,7 @@ def costs_csv(document: Mapping[str, Any], *, content_hash: str) -> bytes:
             c["goodput"]["point"], a["point"], a["usable_samples"], a["measured_samples"], a["downtime_s"],
             c["reason"], content_hash,
         ])
-    return _csv(rows)
+    return csv_bytes(rows)
 
 
 CSV_TABLES = {"costs": costs_csv}
@@ -81,7 +82,7 @@ def cost_curve_svg(clusters: Sequence[Mapping[str, Any]], *, ident: str = "cost-
         f"(interval {_fmt(c['cost_per_useful_mtok']['low'])} to {_fmt(c['cost_per_useful_mtok']['high'])}), "
         f"{c['gpu_count']} GPUs" for c in known
     ) + "".join(f"; {c['provider_name']} / {c['cluster']}: unknown ({c['reason']})" for c in unknown)
-    out = _open(width, height, "Cost per useful Mtok by provider (the cost curve)", desc or "No clusters.", ident)
+    out = svg_open(width, height, "Cost per useful Mtok by provider (the cost curve)", desc or "No clusters.", ident)
     out.append(f'<text x="8" y="20" fill="{INK}" font-weight="bold">Cost per useful Mtok ($), bar width = GPUs offered</text>')
     base_y = top + plot_h
     for i in range(5):
@@ -128,21 +129,17 @@ def document_cost_curve(document: Mapping[str, Any]) -> str:
 @require_safe
 def costs_page(request: HttpRequest, pk: int) -> HttpResponse:
     """The cost curve on a page of its own, with every input and the standings across cycles."""
-    from reports.views import _base_context, _report
-
     meta = report_meta(pk)
 
     def render() -> bytes:
-        report = _report(meta)
-        return render_to_string("reports/costs.html", {**_base_context(report), "costs": section(report.content)}).encode()
+        report = report_for(meta)
+        return render_to_string("reports/costs.html", {**page_context(report), "costs": section(report.content)}).encode()
 
     return cached_response(request, meta, "costs", render, "text/html; charset=utf-8")
 
 
 @require_safe
 def cost_curve(request: HttpRequest, pk: int) -> HttpResponse:
-    from reports.views import _report
-
     meta = report_meta(pk)
-    return cached_response(request, meta, "svg:cost-curve", lambda: document_cost_curve(_report(meta).content).encode(),
+    return cached_response(request, meta, "svg:cost-curve", lambda: document_cost_curve(report_for(meta).content).encode(),
                            "image/svg+xml")

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from xml.sax.saxutils import escape
 
-from reports.charts import BAR, GRID, INK, _open
-from reports.rendering import _csv
+from reports.rendering import csv_bytes
+from reports.svg import BAR, GRID, INK, svg_open
 
 BAND = "#bfdbfe"
 
@@ -33,7 +33,7 @@ def sheet_csv(document: Mapping[str, Any], *, content_hash: str) -> bytes:
                              check["requirement"], check["kind"], check["reads"], check["ref"], check["threshold"],
                              check["unit"], check["verdict"], check["value"], check["gap"], check["evidence"],
                              check["gap_text"], content_hash])
-    return _csv(rows)
+    return csv_bytes(rows)
 
 
 def index_csv(document: Mapping[str, Any], *, content_hash: str) -> bytes:
@@ -44,7 +44,7 @@ def index_csv(document: Mapping[str, Any], *, content_hash: str) -> bytes:
         for p in series["points"]:
             rows.append([series["grade"], series["term"], p["period"], p["median"], p["count"], p["min"], p["max"],
                          p["p25"], p["p75"], "yes" if p["thin"] else "no", content_hash])
-    return _csv(rows)
+    return csv_bytes(rows)
 
 
 def tracking_csv(document: Mapping[str, Any], *, content_hash: str) -> bytes:
@@ -56,7 +56,7 @@ def tracking_csv(document: Mapping[str, Any], *, content_hash: str) -> bytes:
         rows.append([t["grade"], t["term"], t["provider"], t["periods"], t["correlation"]["n"],
                      t["correlation"]["value"], t["beta"]["value"], t["tracking_error"]["value"], poor, t["reason"],
                      content_hash])
-    return _csv(rows)
+    return csv_bytes(rows)
 
 
 CSV_TABLES = {"grades": sheet_csv, "grade-index": index_csv, "grade-tracking": tracking_csv}
@@ -82,7 +82,7 @@ def index_history_svg(series: Mapping[str, Any], *, ident: str = "index") -> str
         f"{p['period']}: median {p['median']:.2f} (n={p['count']}, {p['min']:.2f}-{p['max']:.2f})"
         f"{', thin' if p['thin'] else ''}" for p in points
     )
-    out = _open(width, height, title, desc or "No observations.", ident)
+    out = svg_open(width, height, title, desc or "No observations.", ident)
     out.append(f'<text x="8" y="20" fill="{INK}" font-weight="bold">{escape(title)}</text>')
     if not points:
         out.append("</svg>")

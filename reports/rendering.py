@@ -94,7 +94,7 @@ def _cell(value: Any) -> Any:
     return "" if value is None else value
 
 
-def _csv(rows: Iterable[Sequence[Any]]) -> bytes:
+def csv_bytes(rows: Iterable[Sequence[Any]]) -> bytes:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     for row in rows:
@@ -133,7 +133,7 @@ def providers_csv(document: Mapping[str, Any], *, content_hash: str) -> bytes:
             *[p["tier_probabilities"].get(key) for key, _ in TIERS], *[scores.get(a) for a in areas],
             content_hash, override_note(p),
         ])
-    return _csv(rows)
+    return csv_bytes(rows)
 
 
 def criteria_csv(document: Mapping[str, Any], *, content_hash: str) -> bytes:
@@ -149,7 +149,7 @@ def criteria_csv(document: Mapping[str, Any], *, content_hash: str) -> bytes:
                 "yes" if c["is_gate"] else "no",
                 "" if c["gate_passed"] is None else ("yes" if c["gate_passed"] else "no"), content_hash,
             ])
-    return _csv(rows)
+    return csv_bytes(rows)
 
 
 # --- plain text for language models (llms.txt style) -----------------------------------------

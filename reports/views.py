@@ -23,12 +23,9 @@ from reports import charts, costs_section, grades_section, rendering, selectors
 from reports.context import group_by_tier
 from reports.http import cached_response, public_report_bytes, report_meta
 from reports.models import Report
+from reports.pages import page_context, report_for
 from rubric.models import RubricVersion
 from rubric.selectors import rubric_version_diff
-
-
-def _report(meta: dict[str, Any]) -> Report:
-    return selectors.report_public_get(pk=meta["id"])
 
 
 def _provider(report: Report, slug: str) -> dict[str, Any]:
@@ -36,18 +33,6 @@ def _provider(report: Report, slug: str) -> dict[str, Any]:
         if provider["slug"] == slug:
             return provider
     raise Http404("That provider is not in this report.")
-
-
-def _base_context(report: Report) -> dict[str, Any]:
-    superseded_by = getattr(report, "superseded_by", None) if report.status == Report.Status.SUPERSEDED else None
-    return {
-        "report": report,
-        "doc": report.content,
-        "superseded_by": superseded_by,
-        "methodology_url": reverse("reports:methodology", args=[
-            report.content["rubric"]["name"], report.content["rubric"]["version"],
-        ]),
-    }
 
 
 # --- pages ------------------------------------------------------------------------------------
@@ -73,8 +58,8 @@ def overview(request: HttpRequest, pk: int) -> HttpResponse:
     meta = report_meta(pk)
 
     def render() -> bytes:
-        report = _report(meta)
-        context = {**_base_context(report), "groups": group_by_tier(report.content["providers"])}
+        report = report_for(meta)
+        context = {**page_context(report), "groups": group_by_tier(report.content["providers"])}
         return render_to_string("reports/overview.html", context).encode()
 
     return cached_response(request, meta, "overview", render, "text/html; charset=utf-8")
@@ -85,10 +70,10 @@ def provider_page(request: HttpRequest, pk: int, slug: str) -> HttpResponse:
     meta = report_meta(pk)
 
     def render() -> bytes:
-        report = _report(meta)
+        report = report_for(meta)
         provider = _provider(report, slug)
         overrides = [o for o in report.content["overrides"] if o["provider"] == slug]
-        context = {**_base_context(report), "p": provider, "overrides": overrides}
+        context = {**page_context(report), "p": provider, "overrides": overrides}
         return render_to_string("reports/provider.html", context).encode()
 
     return cached_response(request, meta, f"provider:{slug}", render, "text/html; charset=utf-8")
@@ -99,7 +84,7 @@ def provider_text(request: HttpRequest, pk: int, slug: str) -> HttpResponse:
     meta = report_meta(pk)
 
     def render() -> bytes:
-        report = _report(meta)
+        report = report_for(meta)
         extra = {
             "status": report.status, "content_hash": report.content_hash,
             "withdrawal_notice": report.withdrawal_notice,
@@ -129,7 +114,7 @@ def methodology(request: HttpRequest, name: str, version: str) -> HttpResponse:
             previous_report.content["methodology"] if previous_report else None, report.content["methodology"]
         )
         context = {
-            **_base_context(report), "previous": previous, "diff": diff,
+            **page_context(report), "previous": previous, "diff": diff,
             "rubric_diff_text": _rubric_diff_text(previous, (name, version)),
             "versions": versions,
         }
@@ -165,7 +150,7 @@ def export_csv(request: HttpRequest, pk: int, table: str) -> HttpResponse:
         raise Http404("Unknown CSV table.")
 
     def render() -> bytes:
-        report = _report(meta)
+        report = report_for(meta)
         return builders[table](report.content, content_hash=report.content_hash)
 
     name = f"opgrade-report-{pk}-{table}-{meta['content_hash'][:12]}.csv"
@@ -177,9 +162,9 @@ def export_pdf(request: HttpRequest, pk: int) -> HttpResponse:
     meta = report_meta(pk)
 
     def render() -> bytes:
-        report = _report(meta)
+        report = report_for(meta)
         context = {
-            **_base_context(report), "groups": group_by_tier(report.content["providers"]),
+            **page_context(report), "groups": group_by_tier(report.content["providers"]),
             "css": _inline_css(),
             "area_charts": {p["slug"]: charts.area_breakdown_svg(p["name"], p["areas"], ident=f"areas-{p['slug']}")
                             for p in report.content["providers"]},
@@ -205,11 +190,11 @@ def chart_svg(request: HttpRequest, pk: int, chart: str, slug: str) -> HttpRespo
 
     def render() -> bytes:
         if chart == "grade-index":  # issue 17: slug names a grade's index series
-            series = grades_section.index_series(_report(meta).content, slug)
+            series = grades_section.index_series(report_for(meta).content, slug)
             if series is None:
                 raise Http404("No such index series in this report.")
             return grades_section.index_history_svg(series).encode()
-        provider = _provider(_report(meta), slug)
+        provider = _provider(report_for(meta), slug)
         if chart == "areas":
             return charts.area_breakdown_svg(provider["name"], provider["areas"]).encode()
         return charts.tier_history_svg(provider["name"], provider["history"]).encode()
