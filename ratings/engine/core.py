@@ -25,13 +25,20 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 
 from ratings.engine import tiering
 from ratings.engine.hashing import ENGINE_VERSION, inputs_hash
 from ratings.engine.layout import Layout, Provider, build_providers, plan_weights
-from ratings.engine.sampling import COMPOSITE_DECIMALS, confirmation_uniforms, replicate_scores, uniforms
+from ratings.engine.sampling import (
+    COMPOSITE_DECIMALS,
+    confirmation_uniforms,
+    replicate_plan,
+    replicate_scores,
+    uniforms,
+)
 from ratings.engine.streams import Stream
 from ratings.engine.validation import validate_input
 from ratings.engine_types import (
@@ -51,6 +58,34 @@ from ratings.engine_types import (
 )
 
 REPORTED_CUTS = 4  # besides the chosen boundaries, the largest gaps are reported (chosen or not)
+
+
+def _maker(cls: type) -> Any:
+    """A constructor for a frozen result type that fills ``__dict__`` in one step.
+
+    A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``; a result
+    holds one record per criterion and kind (150,000 at 1,000 providers), so this builds the
+    same object (equal, same fields) without that cost. Every field must be passed
+    (``tests/ratings/test_engine_speed.py`` checks the records against their own ``__init__``).
+    Types with ``__slots__`` or a ``__post_init__`` keep their own ``__init__``.
+    """
+    if hasattr(cls, "__post_init__") or "__slots__" in cls.__dict__:
+        return cls
+    fields = getattr(cls, "__dataclass_fields__", None)
+    if not fields:
+        return cls
+    new = object.__new__
+
+    def make(**values: Any) -> Any:
+        record = new(cls)
+        record.__dict__.update(values)
+        return record
+
+    return make
+
+
+_kind_result = _maker(KindResult)
+_criterion_result = _maker(CriterionResult)
 
 
 def _point_scores(p: Provider, layout: Layout) -> tuple[float, np.ndarray, dict[str, float]]:
@@ -118,7 +153,8 @@ def score_cycle(inp: ScoringInput) -> ScoringResult:
     rated = [i for i, p in enumerate(providers) if p.rated]
     rated_providers = [providers[i] for i in rated]
     u = uniforms(inp.seed, size, len(layout.slots))
-    replicates, area_reps, gate_reps = replicate_scores(rated_providers, layout, u)
+    plan = replicate_plan(rated_providers, layout)  # shared by the seed's and the confirmation bootstrap
+    replicates, area_reps, gate_reps = replicate_scores(rated_providers, layout, u, plan)
     del u
     floors, confidence, min_gap = params.tier_floors, params.boundary_confidence, params.boundary_min_gap
     composites = np.array([point[i][0] for i in rated])
@@ -133,7 +169,7 @@ def score_cycle(inp: ScoringInput) -> ScoringResult:
         # The published tier: the rule on the point composites, gaps confirmed on the fixed
         # confirmation stream (the seed plays no part in it).
         confirming, _, confirming_gates = replicate_scores(
-            rated_providers, layout, confirmation_uniforms(size, len(layout.slots))
+            rated_providers, layout, confirmation_uniforms(size, len(layout.slots)), plan
         )
         pairs = tiering.pair_probabilities(tiering.marginal_grid(confirming))
         peer, cuts = tiering.point_tiers(composites, pairs, confidence, min_gap)
@@ -149,14 +185,17 @@ def score_cycle(inp: ScoringInput) -> ScoringResult:
     level = params.ci_level
     quantiles = [(1 - level) / 2, 1 - (1 - level) / 2]
     rated_pos = {i: r for r, i in enumerate(rated)}
+    # The intervals of every rated provider at once: np.quantile along the replicate axis is the
+    # same per-row computation as provider by provider.
+    ci = np.quantile(replicates, quantiles, axis=1) if n else None  # (2, n)
+    area_ci = np.quantile(area_reps, quantiles, axis=2) if n else None  # (2, n, areas)
     results: list[ProviderResult] = []
     for i, p in enumerate(providers):
         r = rated_pos.get(i)
         tiered = None
         if r is not None:
             tiered = (
-                int(point_tiers[r]), probs[r], int(point_caps[r]),
-                np.quantile(replicates[r], quantiles), np.quantile(area_reps[r], quantiles, axis=1), support[r],
+                int(point_tiers[r]), probs[r], int(point_caps[r]), ci[:, r], area_ci[:, r, :], support[r],  # type: ignore[index]
             )
         results.append(_provider_result(p, layout, rubric, point[i], tiered, previous.get(p.key)))
     keys = [providers[i].key for i in rated]
@@ -214,45 +253,56 @@ def _provider_result(
     streams_of: dict[str, list[Stream]] = defaultdict(list)
     for s in p.streams:
         streams_of[layout.slots[s.slot][0].key].append(s)
+    feedback_kind, override_kind = EvidenceKind.CUSTOMER_FEEDBACK, EvidenceKind.OVERRIDE
+    no_streams: list[Stream] = []
     for c in layout.criteria:
-        own = streams_of.get(c.key, [])
+        key = c.key
+        own = streams_of.get(key, no_streams)
         kinds = tuple(
-            KindResult(
+            _kind_result(
                 kind=str(s.kind), value=_display_value(s), score=s.point, n=s.n,
-                raw_mean=s.value if s.kind == EvidenceKind.CUSTOMER_FEEDBACK else None,
+                raw_mean=s.value if s.kind == feedback_kind else None,
             )
             for s in own
         )
-        score = math.fsum(s.point for s in own) / len(own) if own else None
+        # one stream (the usual case): fsum of one number is that number plus 0.0 (-0.0 -> 0.0)
+        if len(own) == 1:
+            score, stream_weight = own[0].point + 0.0, p.stream_weight[own[0].slot] + 0.0
+        elif own:
+            score = math.fsum(s.point for s in own) / len(own)
+            stream_weight = math.fsum(p.stream_weight[s.slot] for s in own)
+        else:
+            score = None
         share = 0.0
         if score is not None and p.area_measured.get(c.area):  # an excluded area counts 0 here too
-            share = p.area_weight[c.area] / area_norm * math.fsum(p.stream_weight[s.slot] for s in own)
+            share = p.area_weight[c.area] / area_norm * stream_weight
             pessimistic_parts.append(p.area_weight[c.area] * c.weight / p.applicable_weight[c.area] * score)
-        failure = p.gate_failures.get(c.key)
-        gate_score = gate_scores.get(c.key)
+        failure = p.gate_failures.get(key)
+        gate_score = gate_scores.get(key)
         failed = failure is not None or (gate_score is not None and gate_score < c.gate_threshold)
         if failure is not None:
             gate_caps.append(GateCap(
-                criterion=c.key, cap_tier=c.gate_cap_tier, score=gate_score if gate_score is not None else 0.0,
+                criterion=key, cap_tier=c.gate_cap_tier, score=gate_score if gate_score is not None else 0.0,
                 reason=failure.reason, replicate=failure.replicate, replicates=failure.replicates,
                 finding=failure.finding,
             ))
         elif failed:
-            gate_caps.append(GateCap(criterion=c.key, cap_tier=c.gate_cap_tier, score=float(gate_score)))  # type: ignore[arg-type]
-        if c.is_gate and p.status[c.key] == "missing":
-            flags.append(f"gate_unmeasured:{c.key}")
-        if p.status[c.key] == "declined":
-            flags.append(f"declined:{c.key}")
-        if any(k.kind == EvidenceKind.OVERRIDE for k in kinds):
-            flags.append(f"override:{c.key}")
-        if c.key in p.critical_overridden:  # the tier rests on an override that lifted a critical gate
-            flags.append(f"critical_overridden:{c.key}")
-        if c.key in p.critical_kept:  # an override that may not lift a critical gate: the cap stays
-            flags.append(f"override_kept_critical_cap:{c.key}")
+            gate_caps.append(GateCap(criterion=key, cap_tier=c.gate_cap_tier, score=float(gate_score)))  # type: ignore[arg-type]
+        status = p.status[key]
+        if c.is_gate and status == "missing":
+            flags.append(f"gate_unmeasured:{key}")
+        if status == "declined":
+            flags.append(f"declined:{key}")
+        if any(k.kind == override_kind for k in kinds):
+            flags.append(f"override:{key}")
+        if key in p.critical_overridden:  # the tier rests on an override that lifted a critical gate
+            flags.append(f"critical_overridden:{key}")
+        if key in p.critical_kept:  # an override that may not lift a critical gate: the cap stays
+            flags.append(f"override_kept_critical_cap:{key}")
         criteria.append(
-            CriterionResult(
-                key=c.key, area=c.area, status=p.status[c.key], score=score, weight_share=share,
-                kinds=kinds, n_missing=p.n_missing[c.key], is_gate=c.is_gate, gate_failed=failed,
+            _criterion_result(
+                key=key, area=c.area, status=status, score=score, weight_share=share,
+                kinds=kinds, n_missing=p.n_missing[key], is_gate=c.is_gate, gate_failed=failed,
             )
         )
     area_ci = tiered[4] if tiered is not None else None

@@ -30,6 +30,7 @@ Pure: standard library and numpy.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -110,12 +111,21 @@ class Layout:
             (c, k) for c in self.criteria for k in EVIDENCE_KIND_ORDER if k in c.evidence_kinds
         ]
         self.slot_of = {(c.key, k): i for i, (c, k) in enumerate(self.slots)}
+        self.planned: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # plan_weights, by statuses and slots
+
+
+_CELL = operator.attrgetter("provider", "criterion")
 
 
 def _group(rows: Iterable[Any]) -> dict[tuple[str, str], list[Any]]:
-    grouped: dict[tuple[str, str], list[Any]] = defaultdict(list)
-    for row in rows:
-        grouped[(row.provider, row.criterion)].append(row)
+    grouped: dict[tuple[str, str], list[Any]] = {}
+    rows = list(rows)
+    for cell, row in zip(map(_CELL, rows), rows, strict=True):
+        found = grouped.get(cell)
+        if found is None:
+            grouped[cell] = [row]
+        else:
+            found.append(row)
     return grouped
 
 
@@ -146,7 +156,10 @@ def build_providers(inp: ScoringInput, layout: Layout) -> list[Provider]:
         slot = layout.slot_of[(c.key, EvidenceKind.PROBE)]
         measured_cells: dict[str, list[ProbeObservation]] = {}
         for key in inp.providers:
-            usable, errors, all_na = probe_outcomes(probes.get((key, c.key), []))
+            rows = probes.get((key, c.key))
+            if rows is None:
+                continue  # no findings: (0 errors, not all not-applicable), the default below
+            usable, errors, all_na = probe_outcomes(rows)
             probe_meta[(key, c.key)] = (errors, all_na)
             if usable and c.is_pass_rate:
                 probe_streams[(key, c.key)] = pass_rate_stream(slot, c, usable)
@@ -155,6 +168,19 @@ def build_providers(inp: ScoringInput, layout: Layout) -> list[Provider]:
         for key, stream in measured_streams(slot, c, measured_cells).items():
             probe_streams[(key, c.key)] = stream
     overrides = {(o.provider, o.criterion): o for o in inp.overrides}
+    # Per criterion, once: whether it is a probe gate, and the slots of its doc and feedback kinds.
+    plan = [
+        (
+            c,
+            c.key,
+            c.is_gate and EvidenceKind.PROBE in c.evidence_kinds,
+            layout.slot_of[(c.key, EvidenceKind.DOC_REVIEW)] if EvidenceKind.DOC_REVIEW in c.evidence_kinds else None,
+            layout.slot_of[(c.key, EvidenceKind.CUSTOMER_FEEDBACK)]
+            if EvidenceKind.CUSTOMER_FEEDBACK in c.evidence_kinds else None,
+        )
+        for c in layout.criteria
+    ]
+    no_meta = (0, False)
     out = []
     for key in sorted(inp.providers):
         streams: list[Stream] = []
@@ -163,10 +189,11 @@ def build_providers(inp: ScoringInput, layout: Layout) -> list[Provider]:
         failures: dict[str, GateFailure] = {}
         lifted: set[str] = set()
         kept: set[str] = set()
-        for c in layout.criteria:
-            errors, all_na = probe_meta.get((key, c.key), (0, False))
-            n_missing[c.key] = errors
-            if (key, c.key) in overrides:  # the approved value replaces the evidence, noise-free
+        for c, ckey, probe_gate, doc_slot, feedback_slot in plan:
+            cell = (key, ckey)
+            errors, all_na = probe_meta.get(cell, no_meta)
+            n_missing[ckey] = errors
+            if overrides and cell in overrides:  # the approved value replaces the evidence, noise-free
                 override = overrides[(key, c.key)]
                 value = float(override.score)
                 slot = layout.slot_of[(c.key, c.evidence_kinds[0])]
@@ -181,31 +208,58 @@ def build_providers(inp: ScoringInput, layout: Layout) -> list[Provider]:
                         failures[c.key] = _gate_failure(c, rows)  # type: ignore[assignment]
                         kept.add(c.key)
                 continue
-            if c.is_gate and EvidenceKind.PROBE in c.evidence_kinds:
-                failure = _gate_failure(c, probes.get((key, c.key), []))
+            if probe_gate:
+                failure = _gate_failure(c, probes.get(cell, []))
                 if failure is not None:
-                    failures[c.key] = failure
-            found: list[Stream | None] = [probe_streams.get((key, c.key))]
-            if EvidenceKind.DOC_REVIEW in c.evidence_kinds:
-                found.append(doc_stream(layout.slot_of[(c.key, EvidenceKind.DOC_REVIEW)], docs.get((key, c.key), [])))
-            if EvidenceKind.CUSTOMER_FEEDBACK in c.evidence_kinds:
-                slot = layout.slot_of[(c.key, EvidenceKind.CUSTOMER_FEEDBACK)]
+                    failures[ckey] = failure
+            probe_stream = probe_streams.get(cell)
+            if doc_slot is None and feedback_slot is None:  # probe evidence only (the bulk of a rubric)
+                if probe_stream is not None:
+                    streams.append(probe_stream)
+                    status[ckey] = "declined" if probe_stream.declined else "measured"
+                else:
+                    status[ckey] = "not_applicable" if all_na else "missing"
+                continue
+            found: list[Stream | None] = [probe_stream]
+            if doc_slot is not None:
+                found.append(doc_stream(doc_slot, docs.get(cell, [])))
+            if feedback_slot is not None:
                 found.append(
-                    feedback_stream(slot, feedback.get((key, c.key), []),
+                    feedback_stream(feedback_slot, feedback.get(cell, []),
                                     params.feedback_prior_mean, params.feedback_prior_strength)
                 )
             present = [s for s in found if s is not None]
             streams += present
             if present and all(s.declined for s in present):
-                status[c.key] = "declined"
+                status[ckey] = "declined"
             else:
-                status[c.key] = "measured" if present else "not_applicable" if all_na else "missing"
+                status[ckey] = "measured" if present else "not_applicable" if all_na else "missing"
         out.append(Provider(key, streams, status, n_missing, failures, critical_overridden=lifted, critical_kept=kept))
     return out
 
 
+_PLANNED = ("applicable_weight", "area_weight", "area_coverage", "area_measured", "stream_weight")
+
+
 def plan_weights(p: Provider, layout: Layout, rubric: RubricSpec) -> None:
-    """Coverage, area weights and per-stream weights for one provider (values play no part)."""
+    """Coverage, area weights and per-stream weights for one provider (values play no part).
+
+    They depend only on the statuses and on which slots have a stream, so providers that share
+    both (most of a field) share one exact computation: the layout keeps it, per rubric.
+    """
+    cache = layout.planned
+    key = (rubric.params, tuple(p.status[c.key] for c in layout.criteria), tuple(s.slot for s in p.streams))
+    done = cache.get(key)
+    if done is None:
+        _plan_weights(p, layout, rubric)
+        cache[key] = (p.coverage_exact, p.coverage, p.rated, *(dict(getattr(p, name)) for name in _PLANNED))
+        return
+    p.coverage_exact, p.coverage, p.rated = done[:3]
+    for name, value in zip(_PLANNED, done[3:], strict=True):
+        setattr(p, name, dict(value))
+
+
+def _plan_weights(p: Provider, layout: Layout, rubric: RubricSpec) -> None:
     params = rubric.params
     applicable_w: dict[str, Fraction] = defaultdict(Fraction)
     scored_w: dict[str, Fraction] = defaultdict(Fraction)

@@ -20,6 +20,7 @@ Pure: numpy only.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -54,67 +55,115 @@ def _index(u: np.ndarray, probs: np.ndarray) -> np.ndarray:
     return np.searchsorted(np.cumsum(probs)[:-1], u, side="right")
 
 
-def replicate_scores(
-    providers: list[Provider], layout: Layout, u: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, dict[tuple[int, str], np.ndarray]]:
-    """Replicate composites (n, B), area scores (n, areas, B) and gate criterion scores.
+@dataclass
+class ReplicatePlan:
+    """What ``replicate_scores`` needs besides the uniforms: the grouped streams and their weights.
 
-    Gate scores are keyed by (provider position, criterion key): the mean of the criterion's
-    streams in each replicate, for gate criteria that are measured.
+    It depends on the evidence only, so the seed's bootstrap and the confirmation bootstrap of
+    one cycle share it.
     """
-    n, size = len(providers), u.shape[0]
+
+    n: int
+    has_stream: np.ndarray  # (n, areas)
+    # per area, per chunk of groups: the groups (key, first column, probs) and the weighted atoms
+    chunks: list[tuple[int, list[tuple[tuple[int, bytes], int, np.ndarray]], np.ndarray]]
+    gate_cols: dict[tuple[int, str], list[tuple[int, bytes, np.ndarray]]]
+    composite_weights: list[tuple[list[int], np.ndarray] | None]
+
+
+def replicate_plan(providers: list[Provider], layout: Layout) -> ReplicatePlan:
+    n = len(providers)
     n_areas = len(layout.areas)
-    areas = np.zeros((n, n_areas, size))
     has_stream = np.zeros((n, n_areas), dtype=bool)
     groups: dict[tuple[int, bytes], list[tuple[int, float, np.ndarray]]] = defaultdict(list)
     probs_of: dict[tuple[int, bytes], np.ndarray] = {}
     gate_cols: dict[tuple[int, str], list[tuple[int, bytes, np.ndarray]]] = defaultdict(list)
+    # Per slot, once: its criterion, area index and whether it is a gate.
+    slot_info = [(c, layout.area_index[c.area], c.is_gate) for c, _ in layout.slots]
+    # Streams of equal counts share one probs array (median tables, cached pmfs): its bytes once.
+    probs_bytes: dict[int, tuple[np.ndarray, bytes]] = {}
     for i, p in enumerate(providers):
+        weight_of = p.stream_weight
         for s in p.streams:
-            c = layout.slots[s.slot][0]
-            key = (s.slot, s.probs.tobytes())
-            probs_of[key] = s.probs
-            groups[key].append((i, p.stream_weight[s.slot], s.atoms))
-            has_stream[i, layout.area_index[c.area]] = True
-            if c.is_gate and p.status[c.key] in ("measured", "declined"):
-                gate_cols[(i, c.key)].append((s.slot, key[1], s.atoms))
-    indices: dict[tuple[int, bytes], np.ndarray] = {}
-    # Per area, the weighted atoms of every group side by side (providers x atoms) and the
-    # matching one-hot rows (atoms x B): one product adds up the area, in column chunks.
+            slot, probs = s.slot, s.probs
+            c, area_index, is_gate = slot_info[slot]
+            known = probs_bytes.get(id(probs))
+            if known is None or known[0] is not probs:
+                known = probs_bytes[id(probs)] = (probs, probs.tobytes())
+            key = (slot, known[1])
+            probs_of[key] = probs
+            groups[key].append((i, weight_of[slot], s.atoms))
+            has_stream[i, area_index] = True
+            if is_gate and p.status[c.key] in ("measured", "declined"):
+                gate_cols[(i, c.key)].append((slot, key[1], s.atoms))
+    # Per area, the weighted atoms of every group side by side (providers x atoms); the
+    # matching one-hot rows (atoms x B) come with the uniforms.
     by_area: dict[int, list[tuple[int, bytes]]] = defaultdict(list)
     for key in groups:
         by_area[layout.area_index[layout.slots[key[0]][0].area]].append(key)
+    chunks = []
     for area, keys in by_area.items():
         for start in range(0, len(keys), _CHUNK):
             chunk = keys[start : start + _CHUNK]
             widths = [len(probs_of[k]) for k in chunk]
             offsets = np.concatenate(([0], np.cumsum(widths)))
             weighted = np.zeros((n, int(offsets[-1])))
-            onehot = np.zeros((int(offsets[-1]), size))
+            members_of = []
             for k, key in enumerate(chunk):
                 probs, lo = probs_of[key], int(offsets[k])
                 members = groups[key]
                 rows = np.array([m[0] for m in members])
-                weighted[rows, lo : lo + len(probs)] = np.stack([m[1] * m[2] for m in members])
-                if len(probs) == 1:
-                    onehot[lo] = 1.0
-                    continue
-                index = indices[key] = _index(u[:, key[0]], probs)
-                onehot[lo + index, np.arange(size)] = 1.0
-            areas[:, area, :] += weighted @ onehot
+                # each member's atoms times its weight: the same products, one broadcast
+                weights = np.array([m[1] for m in members], dtype=np.float64)
+                weighted[rows, lo : lo + len(probs)] = np.stack([m[2] for m in members]) * weights[:, None]
+                members_of.append((key, lo, probs))
+            chunks.append((area, members_of, weighted))
+    composite_weights: list[tuple[list[int], np.ndarray] | None] = []
+    for p in providers:
+        measured = [j for j, a in enumerate(layout.areas) if p.area_measured.get(a.key)]
+        if measured:
+            weights = np.array([p.area_weight[layout.areas[j].key] for j in measured])
+            composite_weights.append((measured, weights / weights.sum()))
+        else:
+            composite_weights.append(None)
+    return ReplicatePlan(n, has_stream, chunks, gate_cols, composite_weights)
+
+
+def replicate_scores(
+    providers: list[Provider], layout: Layout, u: np.ndarray, plan: ReplicatePlan | None = None,
+) -> tuple[np.ndarray, np.ndarray, dict[tuple[int, str], np.ndarray]]:
+    """Replicate composites (n, B), area scores (n, areas, B) and gate criterion scores.
+
+    Gate scores are keyed by (provider position, criterion key): the mean of the criterion's
+    streams in each replicate, for gate criteria that are measured. ``plan``: the providers'
+    ``replicate_plan``, when it is already made.
+    """
+    if plan is None:
+        plan = replicate_plan(providers, layout)
+    n, size = plan.n, u.shape[0]
+    areas = np.zeros((n, len(layout.areas), size))
+    indices: dict[tuple[int, bytes], np.ndarray] = {}
+    columns = np.arange(size)
+    for area, members_of, weighted in plan.chunks:
+        onehot = np.zeros((weighted.shape[1], size))
+        for key, lo, probs in members_of:
+            if len(probs) == 1:
+                onehot[lo] = 1.0
+                continue
+            index = indices[key] = _index(u[:, key[0]], probs)
+            onehot[lo + index, columns] = 1.0
+        areas[:, area, :] += weighted @ onehot
     gates: dict[tuple[int, str], np.ndarray] = {}
-    for gkey, cols in gate_cols.items():
+    for gkey, cols in plan.gate_cols.items():
         total = np.zeros(size)
         for slot, pbytes, atoms in cols:
             index = indices.get((slot, pbytes))
             total += atoms[index] if index is not None else atoms[0]
         gates[gkey] = total / len(cols)
     composite = np.full((n, size), np.nan)
-    for i, p in enumerate(providers):
-        measured = [j for j, a in enumerate(layout.areas) if p.area_measured.get(a.key)]
-        if measured:
-            weights = np.array([p.area_weight[layout.areas[j].key] for j in measured])
-            weights = weights / weights.sum()
-            composite[i] = np.round(weights @ areas[i, measured, :], COMPOSITE_DECIMALS)
-    areas[~has_stream] = np.nan
+    for i, weights in enumerate(plan.composite_weights):
+        if weights is not None:
+            measured, share = weights
+            composite[i] = np.round(share @ areas[i, measured, :], COMPOSITE_DECIMALS)
+    areas[~plan.has_stream] = np.nan
     return composite, areas, gates

@@ -115,10 +115,12 @@ class Stream:
 
 def probe_outcomes(rows: list[ProbeObservation]) -> tuple[list[ProbeObservation], int, bool]:
     """(usable rows, harness errors dropped, all_not_applicable)."""
+    outcomes = [r.outcome for r in rows]
+    if Outcome.ERROR not in outcomes and Outcome.NOT_APPLICABLE not in outcomes:
+        return rows, 0, False  # the common case: every finding usable
     usable = []
     errors = not_applicable = 0
-    for r in rows:
-        outcome = r.outcome
+    for r, outcome in zip(rows, outcomes, strict=True):
         if outcome == Outcome.ERROR:
             errors += 1
         elif outcome == Outcome.NOT_APPLICABLE:
@@ -164,10 +166,17 @@ def measured_streams(slot: int, c: CriterionSpec, cells: dict[str, list[ProbeObs
     worst = float(c.anchor_worst)
     censored = WORST_ANCHOR_OUTCOMES
     for provider, usable in cells.items():
+        outcomes = [r.outcome for r in usable]
+        values = [r.value for r in usable]
+        # The common case, every value measured (list membership compares, it does not hash:
+        # Enum.__hash__ is Python code).
+        if (None not in values and Outcome.TIMEOUT not in outcomes and Outcome.PROVIDER_ERROR not in outcomes
+                and Outcome.DECLINED not in outcomes):
+            by_count[len(values)].append((provider, values))
+            continue
         raw = []
         declined = 0
-        for r in usable:
-            outcome, value = r.outcome, r.value
+        for outcome, value in zip(outcomes, values, strict=True):
             if outcome in censored or value is None:
                 raw.append(worst)
                 declined += outcome == Outcome.DECLINED
@@ -182,9 +191,9 @@ def measured_streams(slot: int, c: CriterionSpec, cells: dict[str, list[ProbeObs
         scores = np.sort(normalise(raw, c), axis=1)
         j1, j2, probs = median_table(n)
         atoms = (scores[:, j1] + scores[:, j2]) / 2.0
-        points, values = np.median(scores, axis=1), np.median(raw, axis=1)
-        for i, (provider, _) in enumerate(members):
-            out[provider] = Stream(slot, EvidenceKind.PROBE, float(points[i]), float(values[i]), n, atoms[i], probs)
+        points, values = np.median(scores, axis=1).tolist(), np.median(raw, axis=1).tolist()
+        for (provider, _), point, value, row in zip(members, points, values, atoms, strict=True):
+            out[provider] = Stream(slot, EvidenceKind.PROBE, point, value, n, row, probs)
     return out
 
 

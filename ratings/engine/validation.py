@@ -6,6 +6,7 @@ Pure: standard library only. Raises ``ScoringInputError`` or one of its subclass
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 from ratings.engine_types import (
@@ -133,20 +134,38 @@ def validate_input(inp: ScoringInput) -> None:
         return criterion
 
     outcomes = set(Outcome)
+    valued = {Outcome.PASS, Outcome.WARN}
+    # A cell's checks that do not depend on the row (its version, provider, criterion) run once
+    # per cell: the bulk of a cycle is replicates of the same cell. Same checks, same order.
+    cells: dict[tuple[Any, Any, Any], tuple[CriterionSpec, bool, bool]] = {}
     for row in inp.probe_observations:
-        criterion = common(row, EvidenceKind.PROBE)
-        if row.outcome not in outcomes:
+        cell = (row.rubric_version, row.provider, row.criterion)
+        try:
+            known = cells.get(cell)
+        except TypeError:  # an unhashable field: checked row by row, which names it
+            known = None
+        if known is None:
+            criterion = common(row, EvidenceKind.PROBE)
+            known = (criterion, not criterion.is_pass_rate, criterion.scale == Scale.LOG)
+            cells[cell] = known
+        criterion, measured, log_scale = known
+        outcome = row.outcome
+        # A member of Outcome is a known outcome (Enum.__hash__ is Python code: the set is asked
+        # only about other values, such as a plain string).
+        if type(outcome) is not Outcome and outcome not in outcomes:
             raise ScoringInputError(f"unknown outcome {row.outcome!r}")
-        if not isinstance(row.critical, bool) or not isinstance(row.ref, str):
+        if not (type(row.critical) is bool or isinstance(row.critical, bool)) or not isinstance(row.ref, str):
             raise ScoringInputError(f"probe observation for {row.provider}/{row.criterion}: critical must be a bool, ref a str")
-        if row.value is not None and not is_finite_number(row.value):
+        value = row.value
+        if value is not None and not (type(value) is float and math.isfinite(value)) and not is_finite_number(value):
             raise ScoringInputError(f"probe value {row.value!r} for {row.provider}/{row.criterion} is not finite")
         # A pass or warn must say what was measured; a valueless fail is censored at the worst anchor.
-        needs_value = not criterion.is_pass_rate and row.outcome in {Outcome.PASS, Outcome.WARN}
-        if needs_value and row.value is None:
-            raise ScoringInputError(f"measured criterion {row.criterion!r} got a {row.outcome} finding without a value")
-        if needs_value and criterion.scale == Scale.LOG and row.value is not None and row.value < 0:
-            raise ScoringInputError(f"log-scale criterion {row.criterion!r} got a negative value {row.value}")
+        if measured and (outcome is Outcome.PASS or outcome is Outcome.WARN
+                         or (type(outcome) is not Outcome and outcome in valued)):
+            if value is None:
+                raise ScoringInputError(f"measured criterion {row.criterion!r} got a {row.outcome} finding without a value")
+            if log_scale and value < 0:
+                raise ScoringInputError(f"log-scale criterion {row.criterion!r} got a negative value {row.value}")
     seen: set[tuple[str, str, str]] = set()
     reconciled: set[tuple[str, str]] = set()
     for row in inp.doc_scores:
