@@ -32,6 +32,10 @@ Figures, per engine, over every rated provider of every cycle:
 
 The goals (issue 27): ECE <= 0.05, every bin holding >= 100 providers within 0.05 of its
 stated mean, seed flips <= 0.5% of tiers. ``--quick`` runs 40 cycles at B=500 for trying.
+
+``--write-figures PATH`` writes the current engine's figures (reliability bins, ECE, Brier,
+seed flips, cycles, date, engine version, the command) as JSON to PATH; the methodology page
+reads the committed copy, ``reports/data/calibration.json``.
 """
 
 from __future__ import annotations
@@ -42,7 +46,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import datetime  # noqa: E402
 import itertools  # noqa: E402
+import json  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -54,7 +60,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.previous_engine import score_cycle as previous_score_cycle  # noqa: E402
-from ratings.engine import score_cycle  # noqa: E402
+from ratings.engine import ENGINE_VERSION, score_cycle  # noqa: E402
 from ratings.engine_types import (  # noqa: E402
     TIERS,
     AreaSpec,
@@ -201,6 +207,7 @@ def report(name: str, t: Tally) -> dict[str, float]:
     print(f"{'stated P(tier)':>16} {'providers':>9} {'mean stated':>11} {'vs truth':>9} {'vs re-measure':>13}  ok")
     ece = 0.0
     bins_ok = True
+    bins = []
     for lo, hi in itertools.pairwise(BINS):
         inside = (stated >= lo) & (stated < hi)
         count = int(inside.sum())
@@ -210,6 +217,10 @@ def report(name: str, t: Tally) -> dict[str, float]:
         ece += count / total * abs(mean - obs_t)
         ok = "-" if count < 100 else ("yes" if abs(mean - obs_t) <= 0.05 else "NO")
         bins_ok &= ok != "NO"
+        bins.append({
+            "low": lo, "high": min(hi, 1.0), "providers": count, "stated": float(mean),
+            "observed_truth": float(obs_t), "observed_remeasure": float(obs_a),
+        })
         print(f"  [{lo:.2f}, {min(hi, 1.0):.2f}{']' if hi > 1 else ')'} {count:>9} {mean:>11.3f} {obs_t:>9.3f} {obs_a:>13.3f}  {ok}")
     brier, sure = float(np.mean(t.brier)), float(np.mean(t.brier_sure))
     flip = t.seed_flips / max(t.tiers, 1)
@@ -217,6 +228,7 @@ def report(name: str, t: Tally) -> dict[str, float]:
         "ece": ece, "brier": brier, "brier_sure": sure, "accuracy": float(truth.mean()),
         "seed_flip_tiers": flip, "seed_flip_cycles": t.seed_cycles / max(t.cycles, 1),
         "replicate_moves": t.replicate_moves / max(t.tiers, 1), "replicate_two": t.replicate_two,
+        "bins_ok": bins_ok, "bins": bins, "providers": total, "cycles": t.cycles, "tiers": t.tiers,
     }
     print(f"  published tier = truth: {truth.mean():.3f}; = re-measurement: {again.mean():.3f}")
     print(f"  ECE vs truth {ece:.4f} (goal <= 0.05); bins with >= 100 providers within 0.05: {'yes' if bins_ok else 'NO'}")
@@ -236,6 +248,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=27)
     parser.add_argument("--quick", action="store_true", help="40 cycles at B=500")
     parser.add_argument("--engines", default="previous,current")
+    parser.add_argument("--write-figures", metavar="PATH", help="write the current engine's figures as JSON")
     args = parser.parse_args()
     cycles, size = (40, 500) if args.quick else (args.cycles, args.bootstrap)
     engines = {"previous": previous_score_cycle, "current": score_cycle}
@@ -246,7 +259,26 @@ def main() -> None:
         tally = Tally()
         for c in range(cycles):
             run_cycle(engines[name], world(rng), size, 1000 + c, tally)
-        report(f"{name} engine", tally)
+        figures = report(f"{name} engine", tally)
+        if name == "current" and args.write_figures:
+            write_figures(Path(args.write_figures), figures, cycles=cycles, size=size, seed=args.seed)
+
+
+def write_figures(path: Path, figures: dict, *, cycles: int, size: int, seed: int) -> None:
+    """The current engine's figures as the small JSON the methodology page reads."""
+    command = f"bench/calibration_bench.py --cycles {cycles} --bootstrap {size} --seed {seed}"
+    data = {
+        "engine_version": ENGINE_VERSION,
+        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
+        "command": f"{command} --engines current --write-figures {path.as_posix()}",
+        "cycles": cycles, "bootstrap_size": size, "seed": seed,
+        "goals": {"ece": 0.05, "bin_tolerance": 0.05, "bin_min_providers": 100, "seed_flip_tiers": 0.005},
+        **{k: (round(v, 6) if isinstance(v, float) else v) for k, v in figures.items() if k != "bins"},
+        "bins": [{k: (round(v, 6) if isinstance(v, float) else v) for k, v in b.items()} for b in figures["bins"]],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"figures written to {path}")
 
 
 if __name__ == "__main__":

@@ -76,3 +76,45 @@ def tier_history_svg(provider_name: str, history: Sequence[Mapping[str, Any]], *
         out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="7" fill="{TIER_COLOURS[level]}" stroke="{INK}"/>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def reliability_svg(bins: Sequence[Mapping[str, Any]], *, ident: str = "reliability") -> str:
+    """Reliability diagram: per bin of stated P(tier), the observed share right against the truth.
+
+    The diagonal is perfect calibration; each bin is a dot at (mean stated, observed) with its
+    provider count beside it, and a bin with fewer than 100 providers is drawn hollow.
+    """
+    size, left, top, bottom = 300, 56, 34, 46
+    width, height = left + size + 30, top + size + bottom
+    desc = "; ".join(
+        f"stated {b['stated']:.3f}, observed {b['observed_truth']:.3f} ({b['providers']} providers)" for b in bins
+    )
+    out = svg_open(width, height, "Reliability of the stated P(tier)", desc or "No calibration figures.", ident)
+    out.append(f'<text x="8" y="20" fill="{INK}" font-weight="bold">Stated P(tier) against how often it was right</text>')
+
+    def x_of(v: float) -> float:
+        return left + v * size
+
+    def y_of(v: float) -> float:
+        return top + (1 - v) * size
+
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        out.append(f'<line x1="{x_of(tick):.1f}" y1="{top}" x2="{x_of(tick):.1f}" y2="{top + size}" stroke="{GRID}"/>')
+        out.append(f'<line x1="{left}" y1="{y_of(tick):.1f}" x2="{left + size}" y2="{y_of(tick):.1f}" stroke="{GRID}"/>')
+        out.append(f'<text x="{x_of(tick):.1f}" y="{top + size + 16}" text-anchor="middle" fill="{INK}">{tick:.2f}</text>')
+        out.append(f'<text x="{left - 6}" y="{y_of(tick) + 4:.1f}" text-anchor="end" fill="{INK}">{tick:.2f}</text>')
+    out.append(f'<line x1="{x_of(0):.1f}" y1="{y_of(0):.1f}" x2="{x_of(1):.1f}" y2="{y_of(1):.1f}" '
+               f'stroke="{INK}" stroke-dasharray="4 3"/>')
+    out.append(f'<text x="{left + size / 2:.1f}" y="{height - 8}" text-anchor="middle" fill="{INK}">stated P(tier)</text>')
+    out.append(f'<text x="14" y="{top + size / 2:.1f}" text-anchor="middle" fill="{INK}" '
+               f'transform="rotate(-90 14 {top + size / 2:.1f})">observed share right</text>')
+    points = [(x_of(float(b["stated"])), y_of(float(b["observed_truth"])), int(b["providers"])) for b in bins]
+    if len(points) > 1:
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in points)
+        out.append(f'<polyline points="{path}" fill="none" stroke="{BAR}" stroke-width="2"/>')
+    for x, y, count in points:
+        fill = BAR if count >= 100 else "#ffffff"
+        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="5" fill="{fill}" stroke="{BAR}" stroke-width="2"/>')
+        out.append(f'<text x="{x + 8:.1f}" y="{y + 14:.1f}" fill="{INK}" font-size="10">{count}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

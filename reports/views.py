@@ -20,6 +20,7 @@ from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_safe
 
 from reports import charts, costs_section, grades_section, rendering, selectors
+from reports.calibration import calibration_figures
 from reports.context import group_by_tier
 from reports.http import cached_response, public_report_bytes, report_meta
 from reports.models import Report
@@ -107,7 +108,9 @@ def methodology(request: HttpRequest, name: str, version: str) -> HttpResponse:
     previous_report = selectors.report_for_rubric_version(name=previous[0], version=previous[1]) if previous else None
     meta = {"id": report.pk, "content_hash": report.content_hash, "status": report.status,
             "superseded_by__id": getattr(getattr(report, "superseded_by", None), "pk", None)}
-    kind = f"methodology:{name}:{version}:{previous_report.content_hash if previous_report else ''}"
+    figures = calibration_figures()
+    figures_key = f"{figures['engine_version']}:{figures['date']}" if figures else ""
+    kind = f"methodology:{name}:{version}:{previous_report.content_hash if previous_report else ''}:{figures_key}"
 
     def render() -> bytes:
         diff = rendering.methodology_diff(
@@ -117,6 +120,8 @@ def methodology(request: HttpRequest, name: str, version: str) -> HttpResponse:
             **page_context(report), "previous": previous, "diff": diff,
             "rubric_diff_text": _rubric_diff_text(previous, (name, version)),
             "versions": versions,
+            "calibration": figures,
+            "calibration_svg": charts.reliability_svg(figures["bins"]) if figures else "",
         }
         return render_to_string("reports/methodology.html", context).encode()
 
