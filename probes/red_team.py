@@ -6,7 +6,8 @@ report a critical finding: a false critical), then each group of mutations of
 :mod:`testbed.redteam` is applied, its probe run once, and the mutations reverted. A mutation is
 caught when its probe's worst outcome is the expected one (critical where expected) and, when it
 declares a marker, a finding's evidence shows that marker (so a grouped run proves each flaw was
-seen on its own path). The catch rate is caught / mutations.
+seen on its own path). A probe run that ends in ``error`` measured nothing and is run once more
+(``ERROR_TRIES``); the table says so. The catch rate is caught / mutations.
 """
 
 from __future__ import annotations
@@ -18,6 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probes.matrix import ProbeResult, catalog_run, testbed_context
+
+# An `error` measured nothing (a positive control that failed under load, a timed-out command): it is
+# neither a catch nor a miss, so the probe runs once more with the mutation still applied; a second
+# error stays a miss (a mutation that makes its probe error is not caught).
+ERROR_TRIES = 2
 
 CLEAN_PROBES = (
     "tenant_data_exposure",
@@ -48,6 +54,7 @@ class Catch:
     marker_seen: bool | None  # None: the mutation declares no marker
     caught: bool
     summary: str = ""
+    tries: int = 1  # probe runs with the mutation applied: an `error` (nothing measured) is run again
 
 
 @dataclass
@@ -71,6 +78,7 @@ class RedTeamReport:
             marker = "" if c.marker_seen is None else ("" if c.marker_seen else " (marker not in evidence)")
             out.append(
                 f"{c.mutation:<32} {c.probe:<22} {c.expected:<9} {got:<9} {'yes' if c.caught else 'NO'}{marker}"
+                + (f" ({c.tries} tries)" if c.tries > 1 else "")
             )
         out.append(
             f"catch rate {sum(c.caught for c in self.catches)}/{len(self.catches)} = {self.catch_rate:.2f}; "
@@ -81,13 +89,13 @@ class RedTeamReport:
         return out
 
 
-def _judge(m: Any, result: ProbeResult, ctx: Any) -> Catch:
+def _judge(m: Any, result: ProbeResult, ctx: Any, *, tries: int = 1) -> Catch:
     marker = m.marker(ctx) if m.marker else None
     blob = json.dumps([f.evidence for f in result.findings], default=str)
     seen = None if marker is None else marker in blob
     caught = result.outcome == m.expect and (result.critical or not m.critical) and seen is not False
     summary = next((f.summary for f in result.findings if str(f.outcome) == result.outcome), "")
-    return Catch(m.name, m.probe, m.expect, result.outcome, result.critical, seen, caught, summary)
+    return Catch(m.name, m.probe, m.expect, result.outcome, result.critical, seen, caught, summary, tries)
 
 
 def red_team_run(
@@ -111,9 +119,13 @@ def red_team_run(
     for group, members in redteam.groups(chosen).items():
         probe = members[0].probe
         with redteam.applied(name, members) as ctx:
+            tries = 1
             result = catalog_run(testbed_context(name, settings=settings), [probe])[probe]
+            while result.outcome == "error" and tries < ERROR_TRIES:
+                tries += 1
+                result = catalog_run(testbed_context(name, settings=settings), [probe])[probe]
         for m in members:
-            catch = _judge(m, result, ctx)
+            catch = _judge(m, result, ctx, tries=tries)
             report.catches.append(catch)
             if progress:
                 progress(
