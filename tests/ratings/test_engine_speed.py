@@ -69,3 +69,23 @@ def test_providers_with_the_same_statuses_share_one_exact_plan_of_weights() -> N
     assert len(layout.planned) == 1
     first, second = providers[0], providers[1]
     assert first.stream_weight == second.stream_weight and first.stream_weight is not second.stream_weight
+
+
+def test_the_collector_is_paused_only_while_a_cycle_is_scored() -> None:
+    import gc
+
+    seen = []
+    original = core.validate_input
+    core.validate_input = lambda inp: (seen.append(gc.isenabled()), original(inp))[1]
+    try:
+        assert gc.isenabled()
+        score_cycle(_input())
+        assert seen == [False] and gc.isenabled()  # paused inside, resumed after
+        gc.disable()
+        try:
+            score_cycle(_input())
+            assert not gc.isenabled()  # a collector the caller had paused stays paused
+        finally:
+            gc.enable()
+    finally:
+        core.validate_input = original
