@@ -104,8 +104,9 @@ def test_the_demo_web_server_serves_static_files_and_a_plain_error_page_with_deb
         # A real bug inside Django: DRF's sign-in page names a static file this collectstatic left out,
         # and the manifest storage raises while rendering it.
         error = _get(f"{base}/api-auth/login/")
-        # The database was never migrated: an outage of ours, a plain 503 (config/middleware.py).
-        outage = _get(f"{base}/reports/")
+        # The database answers but was never migrated: a server error, a plain 500 (an outage, the
+        # database not answering, is a 503: tests/integration/test_coordination_outages.py).
+        unmigrated = _get(f"{base}/reports/")
         missing = _get(f"{base}/no-such-page/")
     finally:
         exited = server.poll()
@@ -123,6 +124,7 @@ def test_the_demo_web_server_serves_static_files_and_a_plain_error_page_with_deb
     log = (tmp_path / "log" / "demo-web.log").read_text()
     assert "ERROR django.request Internal Server Error: /api-auth/login/" in log
     assert "Traceback" in log and "Missing staticfiles manifest entry" in log
-    assert outage[0] == 503 and outage[1].startswith("text/plain") and "no such table" not in outage[2]
-    assert "database unavailable for GET /reports/" in log
+    assert unmigrated[0] == 500 and "Server Error (500)" in unmigrated[2] and "no such table" not in unmigrated[2]
+    assert "Internal Server Error: /reports/" in log and "no such table" in log
+    assert "database unavailable for GET /reports/" not in log
     assert demo_env["SECRET_KEY"] not in log
