@@ -37,8 +37,23 @@ def covered_nodes(nodes: dict[str, str], samples: Iterable[Sample]) -> set[str]:
     return covered
 
 
+# A node missing from every read over COVERAGE_WAIT_S (reads READ_SPACING_S apart) is missing, not
+# unlucky: long enough for a node added a moment ago to reach its first scrape (file discovery and
+# one scrape interval), short beside a run's deadline.
+COVERAGE_WAIT_S = 30.0
+READ_SPACING_S = 3.0
+MAX_READS = 12
+
+
 @register
 class MetricsCoverage(CatalogProbe, definition="metrics_coverage"):
+    def _nodes(self, ctx: ProbeContext, target: Target) -> dict[str, str]:
+        listed = run(ctx, target.endpoint, NODE_ADDRESSES, timeout_s=20, what="sinfo")
+        try:
+            return parse_node_addresses(listed.stdout)
+        except ParseError as exc:
+            raise Abort(Outcome.ERROR, f"could not list nodes: {exc}", ctx.evidence(listed)) from exc
+
     def measure(self, ctx: ProbeContext, target: Target) -> Iterable[FindingDraft]:
         url = endpoint_url(ctx, "metrics_url")
         tenant = ctx.tenants[0].label if ctx.tenants else None
@@ -48,16 +63,17 @@ class MetricsCoverage(CatalogProbe, definition="metrics_coverage"):
                 Outcome.DECLINED,
                 "declined: the provider gives tenants no metrics endpoint (none registered: settings.metrics_url + tenant password)",
             )
-        listed = run(ctx, target.endpoint, NODE_ADDRESSES, timeout_s=20, what="sinfo")
-        try:
-            nodes = parse_node_addresses(listed.stdout)
-        except ParseError as exc:
-            raise Abort(Outcome.ERROR, f"could not list nodes: {exc}", ctx.evidence(listed)) from exc
-        evidence: dict[str, Any] = {"expected_nodes": sorted(nodes), "attempts": []}
+        evidence: dict[str, Any] = {"attempts": []}
         covered: set[str] = set()
-        for attempt in range(3):  # a node missing from three reads 3 s apart is missing, not unlucky
+        deadline = time.monotonic() + COVERAGE_WAIT_S
+        for attempt in range(MAX_READS):
             if attempt:
-                time.sleep(3)
+                time.sleep(READ_SPACING_S)
+            # the nodes as Slurm lists them now: a node the operator is adding or removing this minute
+            # is expected once it is listed, and no longer once it is gone
+            nodes = self._nodes(ctx, target)
+            evidence["expected_nodes"] = sorted(nodes)
+            covered &= set(nodes)
             resp = http("GET", f"{url}/api/v1/query", auth=auth, params={"query": "max_over_time(up[1m])"})
             try:
                 samples = vector_samples(parse_response(resp.body))
@@ -67,7 +83,7 @@ class MetricsCoverage(CatalogProbe, definition="metrics_coverage"):
             evidence["attempts"].append({s.labels.get("instance", "?"): s.value for s in samples})
             evidence["query"] = resp.evidence(secrets_=ctx.secrets(), max_bytes=512)
             covered |= covered_nodes(nodes, samples)
-            if len(covered) == len(nodes):
+            if len(covered) == len(nodes) or time.monotonic() >= deadline:
                 break
         ratio = coverage_ratio(nodes, covered)
         evidence["covered"] = sorted(covered)
